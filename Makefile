@@ -1,0 +1,51 @@
+# f5lite developer commands. `make help` lists them.
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_FLAGS ?=
+# This machine's pip config names local package folders that do not all exist; pip warns once per package.
+PIP_NOISE := is ignored: it is neither a file nor a directory
+
+.DEFAULT_GOAL := help
+.PHONY: help install test test-slow test-gpu lint fmt typecheck wheel-check clean
+
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	touch $(STAMP)
+
+install: $(STAMP) ## Make .venv and install f5lite editable with the dev and zh extras (torch pinned by constraints.txt)
+
+test: $(STAMP) ## Run the CPU test suite (installs first when needed)
+	$(BIN)/python -m pytest -m "not slow and not gpu" $(PYTEST_FLAGS)
+
+test-slow: $(STAMP) ## Run the slow tests
+	$(BIN)/python -m pytest -m "slow and not gpu" $(PYTEST_FLAGS) || test $$? -eq 5  # 5: none selected
+
+test-gpu: $(STAMP) ## Run the GPU tests (needs CUDA)
+	$(BIN)/python -m pytest -m gpu $(PYTEST_FLAGS) || test $$? -eq 5  # 5: none selected
+
+lint: $(STAMP) ## Check formatting and lint rules with ruff
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+fmt: $(STAMP) ## Format and auto-fix with ruff
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: $(STAMP) ## Type-check f5lite/ with mypy
+	$(BIN)/mypy
+
+wheel-check: $(STAMP) ## Build the wheel, install it in a temporary venv, compose +recipe=debug_tiny from /tmp
+	bash scripts/wheel_check.sh $(BIN)/python
+
+clean: ## Remove caches and build outputs (keeps .venv)
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print | xargs rm -rf

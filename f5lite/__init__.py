@@ -1,0 +1,26 @@
+"""f5lite: a framework for training flow-matching text-to-speech models in the F5-TTS / E2-TTS family.
+
+The top level holds the small public API; the subpackages hold the rest: `f5lite.config` (typed schemas, Hydra
+composition, recipes), `f5lite.audio` (audio I/O, log-mels, vocoders) and `f5lite.text` (vocab, tokenizers, ids).
+"""
+
+from f5lite.audio import load_audio, load_vocoder, log_mel, save_audio
+from f5lite.config import TrainConfig, compose_config
+from f5lite.text import EncodedText, TextEncoder, Vocab, load_vocab, write_vocab
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EncodedText",
+    "TextEncoder",
+    "TrainConfig",
+    "Vocab",
+    "__version__",
+    "compose_config",
+    "load_audio",
+    "load_vocab",
+    "load_vocoder",
+    "log_mel",
+    "save_audio",
+    "write_vocab",
+]

@@ -1,0 +1,34 @@
+"""Typed config schemas, Hydra composition with recipes, and the composed-config printer (`python -m f5lite.config`)."""
+
+from f5lite.config.compose import compose_config, config_to_yaml
+from f5lite.config.model import BACKBONES, DiTConfig, MMDiTConfig, ModelConfig, UNetTConfig
+from f5lite.config.schema import (
+    ACConfig,
+    CkptConfig,
+    DataConfig,
+    EMAConfig,
+    LoggerConfig,
+    OptimConfig,
+    PerfConfig,
+    SampleConfig,
+    TrainConfig,
+)
+
+__all__ = [
+    "BACKBONES",
+    "ACConfig",
+    "CkptConfig",
+    "DataConfig",
+    "DiTConfig",
+    "EMAConfig",
+    "LoggerConfig",
+    "MMDiTConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "PerfConfig",
+    "SampleConfig",
+    "TrainConfig",
+    "UNetTConfig",
+    "compose_config",
+    "config_to_yaml",
+]

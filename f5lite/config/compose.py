@@ -1,0 +1,127 @@
+"""Compose a validated `TrainConfig` from the YAML configs, a recipe and command-line overrides.
+
+Precedence, lowest first: schema defaults < group YAML (`model/dit.yaml`, ...) < `train.yaml` < recipe (`+recipe=...`)
+< command-line `key=value`. Every Hydra or OmegaConf failure comes back as one `ValueError` whose one-line message
+names the key or the option at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException, MissingConfigException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from f5lite.config.schema import TrainConfig
+from f5lite.config.store import register_configs
+from f5lite.paths import config_roots
+
+# Spellings accepted on the command line for fields whose real name cannot be a Python identifier.
+_KEY_ALIASES = {"ckpt.async": "ckpt.async_save"}
+
+
+def compose_config(
+    overrides: Sequence[str] = (),
+    *,
+    config_name: str = "train",
+    configs_dir: Path | None = None,
+    recipes_dir: Path | None = None,
+) -> TrainConfig:
+    """Compose, resolve and validate a training config.
+
+    Args:
+        overrides: Hydra overrides as on the command line, e.g. ``["+recipe=dit_base", "perf.compile=true"]``.
+        config_name: Primary config in `configs_dir` (without `.yaml`).
+        configs_dir: Folder of primary configs and groups; default: the checkout's or the installed package's.
+        recipes_dir: Folder of recipes; default: the checkout's or the installed package's.
+
+    Returns:
+        The config as dataclass objects (`model` is a `DiTConfig`, `MMDiTConfig` or `UNetTConfig`).
+
+    Raises:
+        ValueError: An unknown group option or recipe, an unknown key, a value of the wrong type, or a value the
+            schema rejects. The message is one line and names the key.
+    """
+    default_configs, default_recipes = config_roots()
+    configs_dir = (configs_dir or default_configs).resolve()
+    recipes = register_configs((recipes_dir or default_recipes).resolve())
+    overrides = [_apply_alias(o) for o in overrides]
+    try:
+        with initialize_config_dir(config_dir=str(configs_dir), version_base="1.3"):
+            dcfg = compose(config_name=config_name, overrides=list(overrides))
+        cfg = OmegaConf.to_object(dcfg)
+        unknown = _unknown_keys(OmegaConf.to_container(dcfg), OmegaConf.to_container(OmegaConf.structured(cfg)))
+    except MissingConfigException as err:
+        raise ValueError(_missing_option_message(err, configs_dir, recipes)) from err
+    except (HydraException, OmegaConfBaseException) as err:
+        raise ValueError(_one_line(err)) from err
+    if unknown:
+        # `+key=value` opens the typed config for new keys, and turning it into dataclasses would drop them silently.
+        raise ValueError(f"{', '.join(unknown)}: not a config key (check the spelling; see python -m f5lite.config)")
+    return cast(TrainConfig, cfg)
+
+
+def config_to_yaml(cfg: TrainConfig) -> str:
+    """Render a config as YAML, e.g. to freeze it into a run directory.
+
+    Args:
+        cfg: A composed config.
+
+    Returns:
+        The YAML text; `OmegaConf.structured(TrainConfig)` merged with it gives back the same config.
+    """
+    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+
+
+def _apply_alias(override: str) -> str:
+    key, sep, value = override.partition("=")
+    prefix = key[: len(key) - len(key.lstrip("+~"))]
+    bare = key[len(prefix) :]
+    return f"{prefix}{_KEY_ALIASES.get(bare, bare)}{sep}{value}"
+
+
+def _unknown_keys(composed: Any, typed: Any, prefix: str = "") -> list[str]:
+    """Dotted keys present in `composed` but absent from `typed` (both plain nested dicts)."""
+    unknown = []
+    for key, value in composed.items():
+        name = f"{prefix}{key}"
+        if key not in typed:
+            unknown.append(name)
+        elif isinstance(value, dict) and isinstance(typed[key], dict):
+            unknown.extend(_unknown_keys(value, typed[key], f"{name}."))
+    return unknown
+
+
+def _missing_option_message(err: MissingConfigException, configs_dir: Path, recipes: list[str]) -> str:
+    # Hydra's message lists options over several lines and includes our internal `*_schema` entries.
+    missing = err.missing_cfg_file or ""
+    group, _, option = missing.rpartition("/")
+    if group == "model":
+        from f5lite.config.model import BACKBONES
+
+        return f"model={option!r} is not a known backbone; choose one of: {', '.join(BACKBONES)}"
+    if group == "recipe":
+        return f"recipe={option!r} is not a known recipe; choose one of: {', '.join(recipes)}"
+    if group:
+        options = ", ".join(sorted(p.stem for p in (configs_dir / group).glob("*.yaml")))
+        return f"{group}={option!r} is not a known option; choose one of: {options}"
+    return _one_line(err)
+
+
+def _one_line(err: BaseException) -> str:
+    # OmegaConf puts the useful part ("... could not be converted to Integer", "full_key: model.dim") in the cause,
+    # while Hydra's own message only says which override failed; join both, one line.
+    parts = []
+    current: BaseException | None = err
+    while current is not None:
+        text = " ".join(line.strip() for line in str(current).splitlines() if line.strip())
+        for noise in (" object_type=", " reference_type="):
+            text = text.split(noise)[0]
+        if text and text not in parts:
+            parts.append(text)
+        current = current.__cause__
+    return ": ".join(parts) if parts else type(err).__name__

@@ -1,0 +1,261 @@
+"""Typed schemas for a training run: every default lives here, YAML files only compose and override.
+
+Sections: `model` (see `f5lite.config.model`), `data`, `optim`, `perf`, `ema`, `ckpt`, `sample`, `logger`. Each
+dataclass validates itself in `__post_init__`, which OmegaConf runs when the composed config is turned into objects
+(`f5lite.config.compose_config`), so a bad value fails before any work starts, with a `ValueError` naming the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omegaconf import MISSING
+
+from f5lite.audio.mel import MEL_KINDS
+from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_NAMES
+from f5lite.config.checks import check_at_least, check_choice, check_range
+from f5lite.config.model import ModelConfig
+from f5lite.text.tokenizers import TOKENIZER_NAMES
+
+PRECISIONS = ("no", "bf16", "fp16")
+AC_MODES = ("none", "full", "selective")
+EMA_DEVICES = ("same", "cpu")
+EXPORT_DTYPES = ("fp32", "bf16", "fp16")
+ODE_METHODS = ("euler", "midpoint")
+TIME_SCHEDULES = ("auto", "uniform", "epss")
+LOGGERS = ("none", "wandb")
+
+
+@dataclass
+class DataConfig:
+    """Where the training data is and how it is batched."""
+
+    dir: str | None = None
+    """Directory made by `f5lite-prepare` (manifest.jsonl, vocab.txt). Relative to the launch directory."""
+    tokenizer: str = "char"
+    """Text tokenizer: `char`, `pinyin` (F5-TTS's released models; needs the `zh` extra) or `byte`."""
+    mel_type: str = "vocos"
+    """Mel front end: `vocos` (every released F5-TTS model) or `bigvgan`."""
+    frames_per_gpu: int = 38400
+    """Frame budget of one batch on one GPU (38400 frames ~ 410 s of audio at 24 kHz, hop 256)."""
+    max_samples: int = 64
+    """Most utterances in one batch, whatever the frame budget."""
+    num_workers: int = 4
+    """DataLoader worker processes."""
+
+    def __post_init__(self) -> None:
+        check_choice("data.tokenizer", self.tokenizer, TOKENIZER_NAMES)
+        check_choice("data.mel_type", self.mel_type, MEL_KINDS)
+        check_at_least("data.frames_per_gpu", self.frames_per_gpu, 1)
+        check_at_least("data.max_samples", self.max_samples, 1)
+        check_at_least("data.num_workers", self.num_workers, 0)
+
+
+@dataclass
+class OptimConfig:
+    """AdamW with linear warm-up then linear decay, counted in optimizer updates."""
+
+    lr: float = 7.5e-5
+    """Peak learning rate."""
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    """AdamW betas."""
+    weight_decay: float = 0.01
+    """AdamW decoupled weight decay."""
+    eps: float = 1e-8
+    """AdamW epsilon."""
+    warmup_updates: int = 20000
+    """Optimizer updates of linear warm-up (whatever the number of processes)."""
+    max_updates: int = 1_250_000
+    """Optimizer updates of the whole run (F5-TTS v1 Base was released at 1.25M)."""
+    grad_accum: int = 1
+    """Batches accumulated per optimizer update."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm; 0 turns clipping off."""
+
+    def __post_init__(self) -> None:
+        if not self.lr > 0:
+            raise ValueError(f"optim.lr={self.lr!r} is not valid; it must be > 0")
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ValueError(f"optim.betas={list(self.betas)!r} is not valid; it must be two numbers in [0, 1)")
+        check_at_least("optim.weight_decay", self.weight_decay, 0.0)
+        if not self.eps > 0:
+            raise ValueError(f"optim.eps={self.eps!r} is not valid; it must be > 0")
+        check_at_least("optim.warmup_updates", self.warmup_updates, 0)
+        check_at_least("optim.max_updates", self.max_updates, 1)
+        check_at_least("optim.grad_accum", self.grad_accum, 1)
+        check_at_least("optim.max_grad_norm", self.max_grad_norm, 0.0)
+
+
+@dataclass
+class ACConfig:
+    """Activation checkpointing of the backbone's blocks."""
+
+    mode: str = "none"
+    """`none`; `full`: recompute whole blocks (every `every_n`-th one); `selective`: op-level, keeps matmul and
+    attention outputs and recomputes the cheap ops."""
+    every_n: int = 1
+    """With `mode=full`, checkpoint blocks 0, n, 2n, ... (1 = every block)."""
+
+    def __post_init__(self) -> None:
+        check_choice("perf.ac.mode", self.mode, AC_MODES)
+        check_at_least("perf.ac.every_n", self.every_n, 1)
+
+
+@dataclass
+class PerfConfig:
+    """Speed and memory optimizations, applied from outside the model; each one switchable from the command line."""
+
+    precision: str = "bf16"
+    """Mixed precision: `no` (fp32), `bf16`, or `fp16` (the only one that uses a gradient scaler)."""
+    compile: bool = False
+    """Compile each backbone block in place with torch.compile (no `_orig_mod.` keys)."""
+    ac: ACConfig = field(default_factory=ACConfig)
+    """Activation checkpointing."""
+    memory_budget: float = 1.0
+    """Compiler activation memory budget in [0, 1]: 1 keeps what the partitioner would save, lower values make the
+    compiled backward recompute more to save memory. Values below 1 need `perf.compile=true`."""
+
+    def __post_init__(self) -> None:
+        check_choice("perf.precision", self.precision, PRECISIONS)
+        check_range("perf.memory_budget", self.memory_budget, 0.0, 1.0)
+        if self.memory_budget < 1.0 and not self.compile:
+            raise ValueError(
+                f"perf.memory_budget={self.memory_budget!r} has no effect without perf.compile=true; "
+                "set perf.compile=true or leave perf.memory_budget=1.0"
+            )
+
+
+@dataclass
+class EMAConfig:
+    """Exponential moving average of the weights (the weights F5-TTS releases and infers with)."""
+
+    decay: float = 0.9999
+    """Largest decay; it warms up from 0 as in F5-TTS (ema_pytorch's inverse-gamma schedule)."""
+    update_every: int = 10
+    """Update the EMA every N optimizer updates."""
+    update_after: int = 100
+    """Copy the weights instead of averaging for the first N optimizer updates."""
+    device: str = "same"
+    """`same` (the model's device) or `cpu` (keeps the EMA copy off the GPU)."""
+
+    def __post_init__(self) -> None:
+        check_range("ema.decay", self.decay, 0.0, 1.0)
+        check_at_least("ema.update_every", self.update_every, 1)
+        check_at_least("ema.update_after", self.update_after, 0)
+        check_choice("ema.device", self.device, EMA_DEVICES)
+
+
+@dataclass
+class CkptConfig:
+    """Training checkpoints (written atomically; resumed exactly) and the final model export.
+
+    On the command line `ckpt.async=BOOL` is accepted as a spelling of `ckpt.async_save` (`async` is a Python keyword
+    and cannot be a dataclass field).
+    """
+
+    every: int = 5000
+    """Save a training checkpoint every N optimizer updates."""
+    keep_last: int = 3
+    """How many training checkpoints to keep; 0 keeps all."""
+    async_save: bool = False
+    """Write checkpoints in the background so training does not stall on disk I/O."""
+    export_dtype: str = "fp32"
+    """Dtype of the model weights exported at the end of training: `fp32`, `bf16` or `fp16`."""
+
+    def __post_init__(self) -> None:
+        check_at_least("ckpt.every", self.every, 1)
+        check_at_least("ckpt.keep_last", self.keep_last, 0)
+        check_choice("ckpt.export_dtype", self.export_dtype, EXPORT_DTYPES)
+
+
+@dataclass
+class SampleConfig:
+    """Sampler settings used for training samples and by `f5lite-infer`."""
+
+    steps: int = 32
+    """Number of ODE steps (function evaluations without CFG-Zero*'s skipped ones)."""
+    method: str = "euler"
+    """ODE solver: `euler` or `midpoint`."""
+    schedule: str = "auto"
+    """Time grid: `uniform`, `epss` (Fast F5-TTS tables), or `auto` (EPSS when a table exists, as F5-TTS does)."""
+    sway: float | None = -1.0
+    """Sway sampling coefficient (F5-TTS uses -1); `null` turns it off."""
+    cfg_strength: float = 2.0
+    """Classifier-free guidance strength; 0 runs only the conditional pass."""
+    cfg_zero_init_steps: int = 0
+    """CFG-Zero*: the first N steps return zero velocity without calling the network."""
+    cfg_zero_star: bool = False
+    """CFG-Zero*: scale the unconditional velocity by the per-sample optimized factor."""
+    speed: float = 1.0
+    """Speech speed factor used to estimate the generated duration."""
+    seed: int | None = None
+    """Seed of the initial noise; `null` draws a random one."""
+    vocoder: str = "vocos"
+    """Vocoder: `vocos` or `griffin_lim` (no weights, works offline)."""
+    vocoder_source: str = DEFAULT_VOCOS_REPO
+    """Vocos weights: a local directory with config.yaml and pytorch_model.bin, or a Hugging Face hub id."""
+
+    def __post_init__(self) -> None:
+        check_at_least("sample.steps", self.steps, 1)
+        check_choice("sample.method", self.method, ODE_METHODS)
+        check_choice("sample.schedule", self.schedule, TIME_SCHEDULES)
+        check_at_least("sample.cfg_strength", self.cfg_strength, 0.0)
+        check_at_least("sample.cfg_zero_init_steps", self.cfg_zero_init_steps, 0)
+        if self.cfg_zero_init_steps >= self.steps:
+            raise ValueError(
+                f"sample.cfg_zero_init_steps={self.cfg_zero_init_steps} is not valid; it must be < sample.steps "
+                f"({self.steps})"
+            )
+        if not self.speed > 0:
+            raise ValueError(f"sample.speed={self.speed!r} is not valid; it must be > 0")
+        check_choice("sample.vocoder", self.vocoder, VOCODER_NAMES)
+
+
+@dataclass
+class LoggerConfig:
+    """Metrics logging."""
+
+    backend: str = "none"
+    """`none` (console only) or `wandb`."""
+    project: str = "f5lite"
+    """Project name at the logging backend."""
+    every: int = 100
+    """Log (and fetch the loss from the device) every N optimizer updates."""
+
+    def __post_init__(self) -> None:
+        check_choice("logger.backend", self.backend, LOGGERS)
+        check_at_least("logger.every", self.every, 1)
+
+
+@dataclass
+class TrainConfig:
+    """A whole training run. Composed by Hydra from `configs/train.yaml`, a recipe, and command-line overrides."""
+
+    model: ModelConfig = MISSING
+    """Backbone architecture; the `model` group picks the family."""
+    data: DataConfig = field(default_factory=DataConfig)
+    """Training data and batching."""
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    """Optimizer and learning-rate schedule."""
+    perf: PerfConfig = field(default_factory=PerfConfig)
+    """Speed and memory optimizations."""
+    ema: EMAConfig = field(default_factory=EMAConfig)
+    """Weight averaging."""
+    ckpt: CkptConfig = field(default_factory=CkptConfig)
+    """Checkpointing and export."""
+    sample: SampleConfig = field(default_factory=SampleConfig)
+    """Sampler settings."""
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    """Metrics logging."""
+    run_name: str = "f5lite"
+    """Name of the run; recipes set it."""
+    run_dir: str = "runs/${run_name}"
+    """Run directory. Deterministic (no timestamp), so running the same command again resumes the run."""
+    seed: int = 666
+    """Seed for weights init, data order and the training objective's randomness."""
+
+    def __post_init__(self) -> None:
+        if not self.run_name:
+            raise ValueError("run_name='' is not valid; give the run a name")
+        if not self.run_dir:
+            raise ValueError("run_dir='' is not valid; give a directory")

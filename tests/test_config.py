@@ -1,0 +1,236 @@
+"""Config system: recipes compose, precedence holds, bad values are refused with the key named."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+import f5lite.config.model as model_schema
+import f5lite.config.schema as train_schema
+from f5lite.config import (
+    DiTConfig,
+    MMDiTConfig,
+    PerfConfig,
+    TrainConfig,
+    UNetTConfig,
+    compose_config,
+    config_to_yaml,
+)
+from f5lite.paths import config_roots
+
+CONFIGS_DIR, RECIPES_DIR = config_roots()
+RECIPES = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def test_the_expected_recipes_ship():
+    assert {"dit_base", "dit_small", "unett_base", "mmdit_base", "debug_tiny"} <= set(RECIPES)
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_every_recipe_composes(name):
+    cfg = compose_config([f"+recipe={name}"])
+    assert isinstance(cfg, TrainConfig)
+    assert cfg.run_name == name
+    assert cfg.run_dir == f"runs/{name}"
+
+
+def test_recipes_carry_the_f5tts_architectures():
+    base = compose_config(["+recipe=dit_base"])
+    assert isinstance(base.model, DiTConfig)
+    assert (base.model.dim, base.model.depth, base.model.heads, base.model.dim_head) == (1024, 22, 16, 64)
+    assert (base.model.ff_mult, base.model.text_dim, base.model.conv_layers) == (2, 512, 4)
+    assert base.model.text_mask_padding and base.model.pe_attn_head is None and base.model.qk_norm is None
+    assert base.data.tokenizer == "pinyin" and base.data.frames_per_gpu == 38400 and base.data.max_samples == 64
+    assert base.optim.lr == 7.5e-5 and base.optim.warmup_updates == 20000 and base.optim.max_grad_norm == 1.0
+
+    small = compose_config(["+recipe=dit_small"])
+    assert (small.model.dim, small.model.depth, small.model.heads) == (768, 18, 12)
+    assert isinstance(small.model, DiTConfig) and small.model.text_dim == 512 and small.data.tokenizer == "char"
+
+    e2 = compose_config(["+recipe=unett_base"])
+    assert isinstance(e2.model, UNetTConfig)
+    assert (e2.model.dim, e2.model.depth, e2.model.heads, e2.model.ff_mult) == (1024, 24, 16, 4)
+    assert not e2.model.text_mask_padding and e2.model.pe_attn_head == 1 and e2.model.text_dim is None
+    assert e2.model.conv_layers == 0 and e2.model.skip_connect_type == "concat"
+
+    assert isinstance(compose_config(["+recipe=mmdit_base"]).model, MMDiTConfig)
+
+    tiny = compose_config(["+recipe=debug_tiny"])
+    assert (tiny.model.depth, tiny.model.dim) == (2, 64)
+    assert tiny.model.heads * tiny.model.dim_head == tiny.model.dim
+    assert tiny.perf.precision == "no"
+
+
+def test_model_group_switches_the_schema():
+    assert isinstance(compose_config([]).model, DiTConfig)
+    assert isinstance(compose_config(["model=unett"]).model, UNetTConfig)
+    assert isinstance(compose_config(["model=mmdit"]).model, MMDiTConfig)
+
+
+def test_precedence_with_the_shipped_files():
+    # schema (8) < model/dit.yaml (22) < recipe debug_tiny (2) < command line (4)
+    assert DiTConfig().depth == 8
+    assert compose_config([]).model.depth == 22
+    assert compose_config(["+recipe=debug_tiny"]).model.depth == 2
+    assert compose_config(["+recipe=debug_tiny", "model.depth=4"]).model.depth == 4
+
+
+def test_precedence_schema_group_train_recipe_cli(tmp_path):
+    # Four optim fields are set at increasing levels; each must keep the value of the highest level that set it.
+    configs, recipes = tmp_path / "configs", tmp_path / "recipes"
+    (configs / "model").mkdir(parents=True)
+    (configs / "optim").mkdir()
+    recipes.mkdir()
+    (configs / "model" / "dit.yaml").write_text("defaults: [dit_schema, _self_]\n")
+    (configs / "optim" / "adamw.yaml").write_text(
+        "warmup_updates: 1\nmax_updates: 1\ngrad_accum: 1\nmax_grad_norm: 1.5\n"
+    )
+    (configs / "train.yaml").write_text(
+        "defaults: [train_schema, {model: dit}, {optim: adamw}, _self_]\n"
+        "optim: {max_updates: 2, grad_accum: 2, max_grad_norm: 2.5}\n"
+    )
+    (recipes / "r.yaml").write_text("# @package _global_\noptim: {grad_accum: 3, max_grad_norm: 3.5}\n")
+    cfg = compose_config(["+recipe=r", "optim.max_grad_norm=4.5"], configs_dir=configs, recipes_dir=recipes)
+    assert cfg.optim.lr == train_schema.OptimConfig().lr  # schema default, nobody set it
+    assert cfg.optim.warmup_updates == 1  # group
+    assert cfg.optim.max_updates == 2  # train.yaml over group
+    assert cfg.optim.grad_accum == 3  # recipe over train.yaml
+    assert cfg.optim.max_grad_norm == 4.5  # command line over recipe
+
+
+def test_every_optimization_is_switchable_from_the_command_line():
+    cfg = compose_config(
+        [
+            "+recipe=debug_tiny",
+            "perf.compile=true",
+            "perf.ac.mode=full",
+            "perf.ac.every_n=2",
+            "perf.memory_budget=0.5",
+            "perf.precision=fp16",
+            "ema.device=cpu",
+            "ckpt.async=true",
+            "ckpt.export_dtype=bf16",
+        ]
+    )
+    assert cfg.perf.compile and cfg.perf.ac.mode == "full" and cfg.perf.ac.every_n == 2
+    assert cfg.perf.memory_budget == 0.5 and cfg.perf.precision == "fp16"
+    assert cfg.ema.device == "cpu" and cfg.ckpt.async_save and cfg.ckpt.export_dtype == "bf16"
+    assert compose_config(["ckpt.async_save=true"]).ckpt.async_save
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("model=foo", "model"),
+        ("model.backbone=foo", "model.backbone"),
+        ("model.backbone=unett", "model.backbone"),
+        ("sample.steps=-1", "sample.steps"),
+        ("sample.steps=0", "sample.steps"),
+        ("perf.ac.every_n=-1", "perf.ac.every_n"),
+        ("perf.ac.mode=sometimes", "perf.ac.mode"),
+        ("perf.precision=fp8", "perf.precision"),
+        ("perf.memory_budget=0.5", "perf.memory_budget"),
+        ("perf.memory_budget=1.5", "perf.memory_budget"),
+        ("ema.device=gpu", "ema.device"),
+        ("ckpt.export_dtype=int8", "ckpt.export_dtype"),
+        ("data.tokenizer=words", "data.tokenizer"),
+        ("optim.lr=0", "optim.lr"),
+        ("optim.lr=fast", "optim.lr"),
+        ("model.dim=100", "model.dim"),
+        ("model.qk_norm=layer", "model.qk_norm"),
+        ("model.pe_attn_head=17", "model.pe_attn_head"),
+        ("+model.bogus=1", "model.bogus"),
+        ("optim=sgd", "optim"),
+        ("+recipe=nope", "recipe"),
+    ],
+)
+def test_bad_values_raise_a_value_error_naming_the_key(override, named):
+    with pytest.raises(ValueError, match=r"\b" + named.replace(".", r"\.")) as info:
+        compose_config([override])
+    assert "\n" not in str(info.value)
+
+
+def test_unett_rejects_an_odd_depth():
+    with pytest.raises(ValueError, match=r"model\.depth"):
+        compose_config(["model=unett", "model.depth=3"])
+
+
+def test_schemas_validate_when_built_in_python_too():
+    with pytest.raises(ValueError, match=r"perf\.precision"):
+        PerfConfig(precision="fp8")
+    with pytest.raises(ValueError, match=r"model\.backbone"):
+        UNetTConfig(backbone="dit")
+
+
+def test_yaml_round_trip():
+    cfg = compose_config(["+recipe=unett_base", "perf.compile=true"])
+    text = config_to_yaml(cfg)
+    assert OmegaConf.to_container(OmegaConf.create(text)) == OmegaConf.to_container(OmegaConf.structured(cfg))
+
+
+def _fields_without_docstring(module) -> list[str]:
+    tree = ast.parse(inspect.getsource(module))
+    missing = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        body = cls.body
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                nxt = body[i + 1] if i + 1 < len(body) else None
+                documented = (
+                    isinstance(nxt, ast.Expr)
+                    and isinstance(nxt.value, ast.Constant)
+                    and isinstance(nxt.value.value, str)
+                )
+                if not documented:
+                    missing.append(f"{cls.name}.{stmt.target.id}")
+    return missing
+
+
+def test_every_schema_field_has_a_docstring():
+    assert _fields_without_docstring(train_schema) == []
+    assert _fields_without_docstring(model_schema) == []
+    assert dataclasses.is_dataclass(TrainConfig)
+
+
+def _run_config_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "f5lite.config", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cli_prints_the_config_from_any_directory(tmp_path):
+    ok = _run_config_cli(["+recipe=debug_tiny", "perf.ac.mode=full"], tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    printed = OmegaConf.create(ok.stdout)
+    assert printed.run_name == "debug_tiny" and printed.model.dim == 64 and printed.perf.ac.mode == "full"
+
+    bad = _run_config_cli(["+recipe=debug_tiny", "perf.precision=fp8"], tmp_path)
+    assert bad.returncode == 2
+    assert bad.stdout == ""
+    assert bad.stderr.count("\n") == 1 and "perf.precision" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_config_roots_prefers_the_checkout(tmp_path):
+    configs, recipes = config_roots()
+    assert (configs / "train.yaml").is_file() and (recipes / "debug_tiny.yaml").is_file()
+
+    # An installed layout: no pyproject.toml next to the package, the copies shipped inside it.
+    site = tmp_path / "site-packages"
+    pkg = site / "f5lite"
+    (pkg / "_conf" / "configs").mkdir(parents=True)
+    (pkg / "_conf" / "recipes").mkdir()
+    (site / "configs").mkdir()  # another project's top-level `configs` must not be mistaken for ours
+    (site / "recipes").mkdir()
+    assert config_roots(pkg) == (pkg / "_conf" / "configs", pkg / "_conf" / "recipes")
+
+    broken = tmp_path / "broken" / "f5lite"
+    broken.mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="reinstall"):
+        config_roots(broken)
