@@ -72,7 +72,7 @@ def config_to_yaml(cfg: TrainConfig) -> str:
         cfg: A composed config.
 
     Returns:
-        The YAML text; `OmegaConf.structured(TrainConfig)` merged with it gives back the same config.
+        The YAML text, every key present and interpolations already resolved (`run_dir` is a plain path).
     """
     return OmegaConf.to_yaml(OmegaConf.structured(cfg))
 
