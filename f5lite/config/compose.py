@@ -100,10 +100,6 @@ def _missing_option_message(err: MissingConfigException, configs_dir: Path, reci
     # Hydra's message lists options over several lines and includes our internal `*_schema` entries.
     missing = err.missing_cfg_file or ""
     group, _, option = missing.rpartition("/")
-    if group == "model":
-        from f5lite.config.model import BACKBONES
-
-        return f"model={option!r} is not a known backbone; choose one of: {', '.join(BACKBONES)}"
     if group == "recipe":
         return f"recipe={option!r} is not a known recipe; choose one of: {', '.join(recipes)}"
     if group:
