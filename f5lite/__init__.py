@@ -1,11 +1,13 @@
 """f5lite: a framework for training flow-matching text-to-speech models in the F5-TTS / E2-TTS family.
 
 The top level holds the small public API; the subpackages hold the rest: `f5lite.config` (typed schemas, Hydra
-composition, recipes), `f5lite.audio` (audio I/O, log-mels, vocoders) and `f5lite.text` (vocab, tokenizers, ids).
+composition, recipes), `f5lite.audio` (audio I/O, log-mels, vocoders), `f5lite.text` (vocab, tokenizers, ids) and
+`f5lite.models` (backbones, checkpoints, activation checkpointing and compile).
 """
 
 from f5lite.audio import load_audio, load_vocoder, log_mel, save_audio
 from f5lite.config import TrainConfig, compose_config
+from f5lite.models import apply_ac, apply_compile, build_backbone, load_f5tts_state_dict
 from f5lite.text import EncodedText, TextEncoder, Vocab, load_vocab, write_vocab
 
 __version__ = "0.1.0"
@@ -16,8 +18,12 @@ __all__ = [
     "TrainConfig",
     "Vocab",
     "__version__",
+    "apply_ac",
+    "apply_compile",
+    "build_backbone",
     "compose_config",
     "load_audio",
+    "load_f5tts_state_dict",
     "load_vocab",
     "load_vocoder",
     "log_mel",

@@ -22,3 +22,41 @@ def test_griffin_lim_runs_on_cuda():
     wave = GriffinLimVocoder().cuda().decode(mel)
     assert wave.device.type == "cuda" and wave.shape == (1, (mel.shape[1] - 1) * 256)
     assert torch.isfinite(wave).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["dit_tiny", "mmdit_tiny", "unett_tiny"])
+def test_fixture_outputs_on_cuda(assets, name, monkeypatch):
+    from safetensors.torch import load_file
+    from test_models_compat import build_fixture_model
+
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)  # F5-TTS's goldens are true float32
+    model = build_fixture_model(assets, name).cuda()
+    io = {k: v.cuda() for k, v in load_file(assets / "f5tts_compat" / f"{name}.io.safetensors").items()}
+    with torch.no_grad():
+        out = model(io["x"], io["cond"], io["text"], io["time"], mask=io["mask"])
+    torch.testing.assert_close(out, io["out_cond"], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["full", "selective"])
+def test_inductor_compile_with_ac_in_bf16_on_cuda(mode):
+    from tiny_models import tiny_backbone, tiny_batch
+
+    import f5lite
+
+    torch._dynamo.reset()
+    eager, fast = tiny_backbone("dit").cuda(), tiny_backbone("dit").cuda()
+    f5lite.apply_ac(fast, mode, 1)
+    f5lite.apply_compile(fast)
+    batch = {k: v.cuda() for k, v in tiny_batch(n=128).items()}
+    outs = []
+    for model in (eager, fast):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model(batch["x"], batch["cond"], batch["text"], batch["time"], mask=batch["mask"])
+        out.float().pow(2).mean().backward()
+        outs.append(out.float())
+    torch.testing.assert_close(outs[1], outs[0], atol=5e-2, rtol=5e-2)
+    for p, q in zip(fast.parameters(), eager.parameters(), strict=True):
+        assert p.grad is not None and torch.isfinite(p.grad).all()
+        torch.testing.assert_close(p.grad, q.grad, atol=5e-2, rtol=5e-2)

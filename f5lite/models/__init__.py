@@ -1,0 +1,30 @@
+"""Velocity networks (DiT, MMDiT, UNetT), checkpoint I/O, and optimizations applied from outside.
+
+Optimizations are applied in this order, each in place and without changing state-dict keys:
+`apply_ac` (activation checkpointing), then `apply_compile` (per-block `torch.compile`), then data parallelism.
+"""
+
+from f5lite.models.ac import AC_MODES, apply_ac
+from f5lite.models.build import BACKBONE_CLASSES, backbone_kwargs, build_backbone, build_backbone_from_config
+from f5lite.models.checkpoint import CheckpointError, load_backbone_weights, load_f5tts_state_dict, to_f5tts_layout
+from f5lite.models.compile import apply_compile
+from f5lite.models.dit import DiT
+from f5lite.models.mmdit import MMDiT
+from f5lite.models.unett import UNetT
+
+__all__ = [
+    "AC_MODES",
+    "BACKBONE_CLASSES",
+    "CheckpointError",
+    "DiT",
+    "MMDiT",
+    "UNetT",
+    "apply_ac",
+    "apply_compile",
+    "backbone_kwargs",
+    "build_backbone",
+    "build_backbone_from_config",
+    "load_backbone_weights",
+    "load_f5tts_state_dict",
+    "to_f5tts_layout",
+]
