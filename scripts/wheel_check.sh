@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the wheel, install it into a throw-away venv, and compose +recipe=debug_tiny from /tmp with it.
-# Proves that configs and recipes ship inside the wheel and are found without a checkout.
+# Proves that configs, recipes and the demo dataset ship inside the wheel and are found without a checkout.
 # Usage: scripts/wheel_check.sh PYTHON   (PYTHON: the dev venv's interpreter, which supplies the dependencies)
 set -euo pipefail
 py=${1:?usage: wheel_check.sh PYTHON}
@@ -16,7 +16,7 @@ echo "built $(basename "$wheel")"
 
 # The shipped config tree must hold YAML only, and every recipe and group file.
 "$py" - "$wheel" "$repo" <<'PY'
-import sys, zipfile, pathlib
+import json, sys, zipfile, pathlib
 wheel, repo = sys.argv[1], pathlib.Path(sys.argv[2])
 names = set(zipfile.ZipFile(wheel).namelist())
 conf = sorted(n for n in names if n.startswith("f5lite/_conf/"))
@@ -27,6 +27,12 @@ for folder in ("configs", "recipes"):
         shipped = f"f5lite/_conf/{folder}/{path.relative_to(repo / folder).as_posix()}"
         assert shipped in names, f"{shipped} missing from the wheel"
 print(f"wheel ships {len(conf)} config files")
+# The demo dataset ships as package data: its manifest and every audio file it names.
+manifest = zipfile.ZipFile(wheel).read("f5lite/demo_data/manifest.jsonl").decode()
+audio = [json.loads(line)["audio_path"] for line in manifest.splitlines()]
+missing = [a for a in audio if f"f5lite/demo_data/{a}" not in names]
+assert audio and not missing, f"demo audio missing from the wheel: {missing[:3]}"
+print(f"wheel ships the demo dataset ({len(audio)} utterances)")
 PY
 
 # A fresh venv that borrows the dev venv's installed dependencies (torch is 5 GB; reinstalling it proves nothing
@@ -53,4 +59,7 @@ PY
 out=$("$work/venv/bin/python" -m f5lite.config +recipe=debug_tiny)
 grep -q "^run_name: debug_tiny$" <<<"$out"
 grep -q "^  dim: 64$" <<<"$out"
+# debug_tiny's data.dir is the demo dataset inside the installed wheel.
+demo=$(sed -n 's/^  dir: //p' <<<"$out")
+[[ "$demo" == "$work/venv/"* && -f "$demo/manifest.jsonl" ]] || { echo "data.dir=$demo is not the wheel's demo"; exit 1; }
 echo "wheel-check: composed +recipe=debug_tiny from /tmp with the installed wheel: OK"
