@@ -1,0 +1,68 @@
+"""Typed schema of `f5lite-infer`: every default lives here, `configs/infer.yaml` only composes.
+
+The sampler section is the training config's `SampleConfig`, so `sample.steps=7 sample.cfg_zero_star=true` means
+the same in both. Each field is validated in `__post_init__` with a one-line `ValueError` naming the key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO
+from f5lite.config.checks import check_at_least, check_choice
+from f5lite.config.schema import EXPORT_DTYPES, SampleConfig
+
+DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
+"""Accepted device names: `auto` picks `cuda` when available, else `cpu`."""
+EMPTY_REF_TEXT = (
+    "ref_text is empty: give the transcript of the reference audio (automatic transcription needs an ASR model, "
+    "which f5lite does not ship)"
+)
+
+
+@dataclass
+class InferConfig:
+    """One `f5lite-infer` run: which model, which voice, what to say, where to write it."""
+
+    model: str | None = None
+    """An f5lite export directory, or an official F5-TTS `.safetensors` / `.pt` (then also `recipe` and `vocab`)."""
+    recipe: str | None = None
+    """For a checkpoint file: the recipe with its architecture, e.g. `dit_base` (F5-TTS v1 Base), `unett_base`."""
+    vocab: str | None = None
+    """For a checkpoint file: the `vocab.txt` released with it."""
+    ref_audio: str | None = None
+    """Reference clip whose voice is used (any format libsndfile reads; 5 to 12 s works best)."""
+    ref_text: str = ""
+    """Transcript of the reference clip (required: f5lite ships no speech recognizer)."""
+    text: str | None = None
+    """Text to speak. Give this or `text_file`."""
+    text_file: str | None = None
+    """UTF-8 file holding the text to speak."""
+    output: str = "output.wav"
+    """Where to write the audio (the extension picks the format)."""
+    cross_fade: float = 0.15
+    """Seconds of linear cross-fade between chunks of a long text; 0 concatenates."""
+    device: str = "auto"
+    """`auto` (cuda when available), `cpu`, `cuda` or `cuda:N`."""
+    dtype: str = "fp32"
+    """Dtype of the model weights: `fp32`, `bf16` or `fp16`. The ODE state and the vocoder stay float32."""
+    sample: SampleConfig = field(default_factory=SampleConfig)
+    """Sampler settings, as in training (`seed`, `vocoder`, `vocoder_path` are also accepted at the top level)."""
+
+    def __post_init__(self) -> None:
+        for key in ("model", "ref_audio"):
+            if not getattr(self, key):
+                raise ValueError(f"{key} is not set: give {key}=PATH (f5lite-infer --help shows an example)")
+        if not self.ref_text.strip():
+            raise ValueError(EMPTY_REF_TEXT)
+        if (self.text is None) == (self.text_file is None):
+            raise ValueError("give exactly one of text=STR and text_file=PATH")
+        if self.text is not None and not self.text.strip():
+            raise ValueError("text is empty: there is nothing to say")
+        check_at_least("cross_fade", self.cross_fade, 0.0)
+        if not DEVICE_PATTERN.fullmatch(self.device):
+            raise ValueError(f"device={self.device!r} is not valid; use auto, cpu, cuda or cuda:N")
+        check_choice("dtype", self.dtype, EXPORT_DTYPES)
+        if self.sample.vocoder == "griffin_lim" and self.sample.vocoder_source != DEFAULT_VOCOS_REPO:
+            raise ValueError("vocoder_path is for vocos; the griffinlim vocoder has no weights")

@@ -1,0 +1,117 @@
+"""Text preparation for inference: the reference transcript's ending, and long text cut into chunks.
+
+F5-TTS models were trained on clips of up to 30 s, and F5-TTS budgets about 22 s for reference plus generated
+speech. A chunk therefore holds as many UTF-8 bytes as the reference speaker says in the time left after the
+reference, measured from the reference's own bytes per second. Text is cut at sentence ends; a sentence too long
+for one chunk is cut at clause marks, then between words.
+"""
+
+from __future__ import annotations
+
+import re
+
+from f5lite.config.infer_schema import EMPTY_REF_TEXT
+
+MAX_SECONDS = 22.0
+"""Reference plus generated audio per chunk, in seconds (F5-TTS's budget)."""
+
+# Sentence ends, then clause marks, then word gaps: the places a too-long text is cut, coarsest first. Western
+# punctuation counts only before whitespace ("3.5" and "e.g.x" stay whole); CJK punctuation needs none.
+_BREAKS = (
+    re.compile(r"(?<=[.!?])\s+|(?<=[。！？])"),
+    re.compile(r"(?<=[,;:])\s+|(?<=[，；：、])"),
+    re.compile(r"\s+"),
+)
+_SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
+
+
+def prepare_ref_text(ref_text: str) -> str:
+    """End the reference transcript like a sentence, so the generated text starts a new one.
+
+    A transcript that does not end with sentence punctuation gets a full stop ("." after ASCII, "。" after CJK), and
+    one ending in an ASCII character gets a trailing space (F5-TTS does both; it can add two spaces, f5lite one).
+
+    Args:
+        ref_text: the transcript of the reference audio.
+
+    Returns:
+        The transcript as it is fed to the model, e.g. "Hello there" -> "Hello there. ".
+
+    Raises:
+        ValueError: the transcript is empty or only whitespace.
+    """
+    text = ref_text.strip()
+    if not text:
+        raise ValueError(EMPTY_REF_TEXT)
+    if not text.endswith(_SENTENCE_ENDS):
+        text += "." if len(text[-1].encode("utf-8")) == 1 else "。"
+    return text + " " if len(text[-1].encode("utf-8")) == 1 else text
+
+
+def max_chunk_bytes(ref_text: str, ref_seconds: float, speed: float = 1.0) -> int:
+    """UTF-8 bytes of text per chunk: what the reference speaker says in `MAX_SECONDS - ref_seconds` at `speed`.
+
+    Args:
+        ref_text: the prepared reference transcript.
+        ref_seconds: length of the reference audio.
+        speed: speaking speed factor (faster speech fits more text).
+
+    Returns:
+        A positive byte budget.
+
+    Raises:
+        ValueError: the reference is `MAX_SECONDS` long or longer, leaving no room to generate.
+    """
+    if ref_seconds >= MAX_SECONDS:
+        raise ValueError(
+            f"the reference audio is {ref_seconds:.1f} s long; it must be shorter than {MAX_SECONDS:.0f} s "
+            "(5 to 12 s works best): trim it"
+        )
+    rate = len(ref_text.encode("utf-8")) / ref_seconds
+    return max(1, int(rate * (MAX_SECONDS - ref_seconds) * speed))
+
+
+def chunk_text(text: str, max_bytes: int) -> list[str]:
+    """Cut text into chunks of at most `max_bytes` UTF-8 bytes, at sentence ends where possible.
+
+    Whitespace runs (newlines included) become single spaces. Sentences are packed greedily; a sentence longer
+    than `max_bytes` is cut at clause marks, then between words; a single word longer than the budget is kept
+    whole as its own chunk.
+
+    Args:
+        text: the text to speak.
+        max_bytes: byte budget per chunk (>= 1).
+
+    Returns:
+        The chunks in order (none for blank text).
+    """
+    chunks: list[str] = []
+    current = ""
+    for piece in _pieces(" ".join(text.split()), max_bytes, 0):
+        joined = _join(current, piece)
+        if current and _num_bytes(joined) > max_bytes:
+            chunks.append(current)
+            current = piece
+        else:
+            current = joined
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _pieces(text: str, max_bytes: int, level: int) -> list[str]:
+    """Split `text` at the coarsest break level that brings pieces under the budget."""
+    if _num_bytes(text) <= max_bytes or level == len(_BREAKS):
+        return [text] if text else []
+    return [p for part in _BREAKS[level].split(text) for p in _pieces(part, max_bytes, level + 1)]
+
+
+def _join(left: str, right: str) -> str:
+    # Western text was split at whitespace, CJK text at punctuation with no space after it.
+    if left and len(left[-1].encode("utf-8")) == 1:
+        return f"{left} {right}"
+    return left + right
+
+
+def _num_bytes(text: str) -> int:
+    return len(text.encode("utf-8"))

@@ -1,0 +1,43 @@
+"""Joining the waveforms of consecutive chunks with a linear cross-fade."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+
+def crossfade(waves: Sequence[Tensor], overlap: int) -> Tensor:
+    """Concatenate waveforms, overlapping each junction by `overlap` samples with linear fades.
+
+    Over the overlap the earlier wave fades out from 1 to 0 while the next fades in from 0 to 1 (F5-TTS's
+    cross-fade); a junction where either side is shorter than `overlap` overlaps by that shorter length. The
+    result has `sum(len) - overlap * (len(waves) - 1)` samples when every wave is long enough.
+
+    Args:
+        waves: 1-D waveforms `[samples]` on one device, at least one.
+        overlap: samples of each cross-fade; 0 plainly concatenates.
+
+    Returns:
+        The joined waveform `[samples]`.
+
+    Raises:
+        ValueError: no waves, a wave that is not 1-D, or a negative overlap.
+    """
+    if not waves:
+        raise ValueError("nothing to join: no waveforms")
+    if overlap < 0:
+        raise ValueError(f"overlap={overlap} is not valid; it must be >= 0")
+    if any(wave.dim() != 1 for wave in waves):
+        raise ValueError(f"waveforms must be 1-D, got shapes {[tuple(w.shape) for w in waves]}")
+    joined = waves[0]
+    for wave in waves[1:]:
+        k = min(overlap, joined.shape[0], wave.shape[0])
+        if k == 0:
+            joined = torch.cat((joined, wave))
+            continue
+        fade_in = torch.linspace(0, 1, k, dtype=wave.dtype, device=wave.device)
+        mixed = joined[-k:] * (1 - fade_in) + wave[:k] * fade_in
+        joined = torch.cat((joined[:-k], mixed, wave[k:]))
+    return joined

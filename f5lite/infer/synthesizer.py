@@ -1,0 +1,178 @@
+"""`Synthesizer`: text plus a reference clip in, speech out, with F5-TTS's inference pipeline.
+
+For each chunk of the text: the reference transcript and the chunk are encoded together, the duration is the
+reference's frames plus the chunk's bytes at the reference speaking rate, `f5lite.sample` continues the reference
+mel, the generated frames (after the reference) are vocoded, and the chunks are joined with a cross-fade. A quiet
+reference is raised to RMS 0.1 first and the output lowered by the same factor.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+from torch import Tensor, nn
+from tqdm import tqdm
+
+from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, load_vocoder, log_mel, normalize_rms, restore_rms
+from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, GriffinLimVocoder
+from f5lite.infer.chunking import chunk_text, max_chunk_bytes, prepare_ref_text
+from f5lite.infer.crossfade import crossfade
+from f5lite.infer.loading import load_model, resolve_device
+from f5lite.sampling import estimate_duration, sample
+from f5lite.text import TextEncoder
+
+DEFAULT_CROSS_FADE = 0.15
+"""Seconds of cross-fade between chunks (F5-TTS's default)."""
+
+
+class Synthesizer:
+    """A loaded model, its text encoder and a vocoder, ready to speak.
+
+    Args:
+        backbone: the velocity network, in eval mode.
+        encoder: the text encoder the backbone was trained with.
+        vocoder: turns the model's mels into audio; its `mel_kind` must be the model's mel type.
+        mel_type: the model's mel convention, `vocos` or `bigvgan`.
+
+    Raises:
+        ValueError: the vocoder expects another mel type than the model's.
+    """
+
+    def __init__(self, backbone: nn.Module, encoder: TextEncoder, vocoder: Vocoder, mel_type: str = "vocos") -> None:
+        if vocoder.mel_kind != mel_type:
+            raise ValueError(f"the model makes {mel_type!r} mels but the vocoder expects {vocoder.mel_kind!r} mels")
+        self.backbone = backbone
+        self.encoder = encoder
+        self.vocoder = vocoder
+        self.mel_type = mel_type
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path_or_dir: str | os.PathLike[str],
+        vocoder: str | Vocoder = "vocos",
+        *,
+        vocoder_source: str | os.PathLike[str] | None = None,
+        recipe: str | None = None,
+        vocab: str | os.PathLike[str] | None = None,
+        device: str | torch.device = "auto",
+        dtype: str = "fp32",
+    ) -> Synthesizer:
+        """Load a model and a vocoder.
+
+        Args:
+            path_or_dir: an f5lite export directory, or an official F5-TTS `.safetensors` / `.pt` (then give
+                `recipe` and `vocab`).
+            vocoder: `vocos`, `griffin_lim` (also spelled `griffinlim`; no weights, metallic) or a `Vocoder`.
+            vocoder_source: Vocos weights: a local directory (`config.yaml` + `pytorch_model.bin`) or a hub id;
+                default `charactr/vocos-mel-24khz`. Only for `vocos`.
+            recipe: architecture of a checkpoint file, e.g. `dit_base` (F5-TTS v1 Base), `unett_base` (E2-TTS).
+            vocab: `vocab.txt` of a checkpoint file.
+            device: `auto`, `cpu`, `cuda` or `cuda:N`.
+            dtype: weights' dtype: `fp32`, `bf16` or `fp16` (the ODE state and the vocoder stay float32).
+
+        Returns:
+            The synthesizer.
+
+        Raises:
+            ValueError: see `f5lite.infer.load_model`; an unknown vocoder, or a `vocoder_source` for Griffin-Lim.
+            OSError: the Vocos weights cannot be found or downloaded.
+        """
+        target = resolve_device(device)
+        loaded = load_model(path_or_dir, recipe=recipe, vocab=vocab, device=target, dtype=dtype)
+        if not isinstance(vocoder, Vocoder):
+            vocoder = _build_vocoder(vocoder, vocoder_source, loaded.mel_type, target)
+        return cls(loaded.backbone, loaded.encoder, vocoder, loaded.mel_type)
+
+    def synthesize(
+        self,
+        text: str,
+        ref_audio: str | os.PathLike[str] | Tensor,
+        ref_text: str,
+        *,
+        steps: int = 32,
+        method: str = "euler",
+        schedule: str = "auto",
+        sway_sampling_coef: float | None = -1.0,
+        cfg_strength: float = 2.0,
+        cfg_zero_init_steps: int = 0,
+        cfg_zero_star: bool = False,
+        speed: float = 1.0,
+        seed: int | None = None,
+        cross_fade: float = DEFAULT_CROSS_FADE,
+        progress: bool = False,
+    ) -> tuple[Tensor, int]:
+        """Speak `text` in the voice of the reference clip.
+
+        Args:
+            text: what to say; long text is cut into chunks at sentence ends.
+            ref_audio: an audio file, or a 24 kHz mono waveform `[samples]`.
+            ref_text: the transcript of the reference clip.
+            steps: ODE steps per chunk.
+            method: `euler` or `midpoint`.
+            schedule: time grid: `auto`, `uniform` or `epss`.
+            sway_sampling_coef: sway sampling coefficient; None turns it off.
+            cfg_strength: classifier-free guidance strength (0: no guidance, one pass per step).
+            cfg_zero_init_steps: CFG-Zero*: steps skipped with zero velocity.
+            cfg_zero_star: CFG-Zero*: optimized unconditional scale.
+            speed: speaking speed factor.
+            seed: noise seed (the same for every chunk); None draws from the global RNG.
+            cross_fade: seconds of cross-fade between chunks; 0 concatenates.
+            progress: show a progress bar over the chunks (on stderr).
+
+        Returns:
+            The waveform `[samples]` (float32, CPU) and its sample rate.
+
+        Raises:
+            ValueError: empty text or reference transcript, an unreadable or too long reference, a bad setting.
+        """
+        if not text.strip():
+            raise ValueError("text is empty: there is nothing to say")
+        ref_text = prepare_ref_text(ref_text)
+        if cross_fade < 0:
+            raise ValueError(f"cross_fade={cross_fade!r} is not valid; it must be >= 0")
+        wave = load_audio(ref_audio) if not isinstance(ref_audio, Tensor) else _check_wave(ref_audio)
+        wave, ref_rms = normalize_rms(wave)
+        device = next(self.backbone.parameters()).device
+        ref_mel = log_mel(wave.to(device)[None], kind=self.mel_type)
+        chunks = chunk_text(text, max_chunk_bytes(ref_text, wave.shape[0] / SAMPLE_RATE, speed))
+        generate = functools.partial(
+            sample,
+            steps=steps,
+            method=method,
+            schedule=schedule,
+            sway_sampling_coef=sway_sampling_coef,
+            cfg_strength=cfg_strength,
+            cfg_zero_init_steps=cfg_zero_init_steps,
+            cfg_zero_star=cfg_zero_star,
+            seed=seed,
+        )
+        waves = []
+        for chunk in tqdm(chunks, desc="f5lite", unit="chunk", disable=not progress):
+            ids = self.encoder.encode([ref_text + chunk]).ids.to(device)
+            duration = estimate_duration(ref_mel.shape[1], ref_text, chunk, speed)
+            mel = generate(self.backbone, ref_mel, ids, duration)
+            waves.append(self.vocoder.decode(mel[:, ref_mel.shape[1] :])[0].float().cpu())
+        joined = crossfade(waves, int(cross_fade * SAMPLE_RATE))
+        return restore_rms(joined, ref_rms), SAMPLE_RATE
+
+
+def _build_vocoder(name: str, source: str | os.PathLike[str] | None, mel_type: str, device: torch.device) -> Vocoder:
+    name = "griffin_lim" if name == "griffinlim" else name
+    if name == "griffin_lim":
+        if source is not None:
+            raise ValueError("vocoder_path is for vocos; griffinlim has no weights")
+        return GriffinLimVocoder(mel_kind=mel_type).to(device).eval()
+    if mel_type != "vocos":
+        raise ValueError(f"this model makes {mel_type!r} mels, which Vocos cannot decode: use vocoder=griffinlim")
+    return load_vocoder(name, DEFAULT_VOCOS_REPO if source is None else source, device)
+
+
+def _check_wave(wave: Tensor) -> Tensor:
+    if wave.dim() != 1 or not wave.is_floating_point() or wave.numel() == 0:
+        raise ValueError(
+            f"ref_audio must be a float waveform [samples] at 24 kHz, got {wave.dtype} {tuple(wave.shape)}"
+        )
+    return wave.float().cpu()

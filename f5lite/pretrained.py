@@ -1,0 +1,272 @@
+"""The f5lite export directory: a backbone with everything needed to run it, written atomically.
+
+Layout of a directory written by `save_pretrained`:
+
+```
+model.safetensors   backbone weights, keys `transformer.*` (parameters in the export dtype, buffers as they are)
+config.json         {"format": "f5lite-pretrained", "format_version": 1, "f5lite_version": "...",
+                     "backbone": "dit", "model": {<constructor kwargs, text_num_embeds included>},
+                     "tokenizer": "pinyin", "mel_type": "vocos", "dtype": "bf16"}
+vocab.txt           the token table, line i = id i (absent for the byte tokenizer)
+```
+
+The directory is written under a temporary name next to the target and renamed into place, so a reader never sees
+a half-written export; a previous export at the same path is replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from f5lite.audio.mel import MEL_KINDS
+from f5lite.config.model import DiTConfig, MMDiTConfig, ModelConfig, UNetTConfig
+from f5lite.models import backbone_kwargs, build_backbone, load_backbone_weights
+from f5lite.models.checkpoint import PREFIX
+from f5lite.text import TOKENIZER_NAMES, Vocab, load_vocab, write_vocab
+from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+
+FORMAT = "f5lite-pretrained"
+FORMAT_VERSION = 1
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
+EXPORT_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+"""Names accepted for the weights' dtype."""
+
+_SCHEMAS: dict[str, type[ModelConfig]] = {"dit": DiTConfig, "mmdit": MMDiTConfig, "unett": UNetTConfig}
+
+
+class PretrainedError(ValueError):
+    """An export directory that cannot be written or read, or that does not describe its weights."""
+
+
+@dataclass(frozen=True)
+class PretrainedInfo:
+    """What an export directory says about its model.
+
+    Attributes:
+        model: the architecture (a `DiTConfig`, `MMDiTConfig` or `UNetTConfig`, `text_num_embeds` set).
+        tokenizer: `char`, `pinyin` or `byte`.
+        mel_type: `vocos` or `bigvgan`.
+        vocab: the token table, or None for the byte tokenizer.
+        dtype: dtype the weights were saved in (`fp32`, `bf16`, `fp16`).
+        f5lite_version: version of f5lite that wrote the directory.
+    """
+
+    model: ModelConfig
+    tokenizer: str
+    mel_type: str
+    vocab: Vocab | None
+    dtype: str
+    f5lite_version: str
+
+
+def save_pretrained(
+    out_dir: str | os.PathLike[str],
+    backbone: nn.Module,
+    model_cfg: ModelConfig,
+    vocab: Vocab | None,
+    *,
+    tokenizer: str,
+    mel_type: str = "vocos",
+    dtype: str = "fp32",
+) -> Path:
+    """Write an export directory (see the module docstring for the layout).
+
+    Args:
+        out_dir: the directory to create, or a previous export to replace.
+        backbone: the trained backbone (e.g. the EMA copy).
+        model_cfg: its architecture; `text_num_embeds` may be None (taken from the backbone).
+        vocab: the token table, None for the byte tokenizer.
+        tokenizer: `char`, `pinyin` or `byte`.
+        mel_type: `vocos` or `bigvgan`.
+        dtype: dtype of the saved parameters: `fp32`, `bf16` or `fp16`.
+
+    Returns:
+        The directory.
+
+    Raises:
+        PretrainedError: an unknown tokenizer, mel type or dtype; a vocab missing or given against the tokenizer,
+            or of the wrong size; a config that does not describe the backbone; `out_dir` is a file or a
+            non-empty directory that is not an export.
+    """
+    from f5lite import __version__  # here, not at the top: the package's __init__ imports this module
+
+    out = Path(out_dir)
+    kwargs = _checked_kwargs(backbone, model_cfg, vocab, tokenizer, mel_type, dtype)
+    config = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "f5lite_version": __version__,
+        "backbone": model_cfg.backbone,
+        "model": kwargs,
+        "tokenizer": tokenizer,
+        "mel_type": mel_type,
+        "dtype": dtype,
+    }
+    params = {name for name, _ in backbone.named_parameters()}
+    weights = {
+        PREFIX + key: (value.to(EXPORT_DTYPES[dtype]) if key in params else value).detach().cpu().contiguous().clone()
+        for key, value in backbone.state_dict().items()
+    }
+    _check_target(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        save_file(weights, staging / WEIGHTS_FILE, metadata={"format": "pt"})
+        (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        if vocab is not None:
+            write_vocab(staging / VOCAB_FILE, vocab)
+        _publish_modes(staging)
+        _swap_into_place(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+def load_pretrained(
+    directory: str | os.PathLike[str], device: str | torch.device = "cpu"
+) -> tuple[nn.Module, PretrainedInfo]:
+    """Read an export directory.
+
+    Args:
+        directory: a directory written by `save_pretrained`.
+        device: where to put the backbone.
+
+    Returns:
+        The backbone in eval mode with float32 parameters (holding the saved values), and the directory's
+        description.
+
+    Raises:
+        PretrainedError: a missing or malformed file, an unknown format version, or weights that do not fit the
+            described architecture or vocab.
+    """
+    root = Path(directory)
+    config = _read_config(root)
+    try:
+        model_cfg = _SCHEMAS[config["backbone"]](backbone=config["backbone"], **config["model"])
+        tokenizer, mel_type, dtype = config["tokenizer"], config["mel_type"], config["dtype"]
+        version = str(config["f5lite_version"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise PretrainedError(f"{root / CONFIG_FILE} does not describe a model: {_reason(err)}") from None
+    try:
+        _check_names(tokenizer, mel_type, dtype)
+        vocab = load_vocab(root / VOCAB_FILE) if tokenizer in VOCAB_TOKENIZERS else None
+        _check_vocab(vocab, tokenizer, model_cfg.text_num_embeds)
+        state = load_file(root / WEIGHTS_FILE)
+        backbone = build_backbone(model_cfg.backbone, **backbone_kwargs(model_cfg))
+        load_backbone_weights(backbone, state)
+    except (SafetensorError, OSError, ValueError) as err:
+        raise PretrainedError(f"export {root}: {err}") from None
+    info = PretrainedInfo(model_cfg, tokenizer, mel_type, vocab, dtype, version)
+    return backbone.to(device).eval(), info
+
+
+def _checked_kwargs(
+    backbone: nn.Module, model_cfg: ModelConfig, vocab: Vocab | None, tokenizer: str, mel_type: str, dtype: str
+) -> dict[str, Any]:
+    """The constructor kwargs to record, after checking that names, vocab, config and backbone agree."""
+    _check_names(tokenizer, mel_type, dtype)
+    num_embeds = int(getattr(backbone, "text_num_embeds", -1))
+    _check_vocab(vocab, tokenizer, num_embeds)
+    kwargs = backbone_kwargs(model_cfg, num_embeds)
+    # Build the described architecture without allocating it, and compare every tensor's name and shape.
+    with torch.device("meta"):
+        described = build_backbone(model_cfg.backbone, **kwargs).state_dict()
+    actual = backbone.state_dict()
+    differing = sorted(k for k in described.keys() ^ actual.keys())
+    differing += sorted(k for k in described.keys() & actual.keys() if described[k].shape != actual[k].shape)
+    if differing:
+        listed = ", ".join(differing[:5]) + (f" and {len(differing) - 5} more" if len(differing) > 5 else "")
+        raise PretrainedError(f"the model config does not describe the backbone (tensors differing: {listed})")
+    return kwargs
+
+
+def _check_names(tokenizer: str, mel_type: str, dtype: str) -> None:
+    for name, value, allowed in (
+        ("tokenizer", tokenizer, TOKENIZER_NAMES),
+        ("mel_type", mel_type, MEL_KINDS),
+        ("dtype", dtype, tuple(EXPORT_DTYPES)),
+    ):
+        if value not in allowed:
+            raise PretrainedError(f"{name}={value!r} is not valid; choose one of: {', '.join(allowed)}")
+
+
+def _check_vocab(vocab: Vocab | None, tokenizer: str, num_embeds: int | None) -> None:
+    if (vocab is None) == (tokenizer in VOCAB_TOKENIZERS):
+        needs = "needs a vocab" if vocab is None else "takes no vocab"
+        raise PretrainedError(f"the {tokenizer!r} tokenizer {needs}")
+    if vocab is not None and len(vocab) != num_embeds:
+        raise PretrainedError(f"the vocab has {len(vocab)} tokens but the model embeds {num_embeds}")
+
+
+def _read_config(root: Path) -> dict[str, Any]:
+    if not root.is_dir():
+        raise PretrainedError(f"{root} is not a directory")
+    path = root / CONFIG_FILE
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise PretrainedError(f"{root} is not an f5lite export: cannot read {CONFIG_FILE} ({err.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PretrainedError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise PretrainedError(f"{path} is not an f5lite export config (its format is not {FORMAT!r})")
+    if config.get("format_version") != FORMAT_VERSION:
+        raise PretrainedError(
+            f"{path} has format_version {config.get('format_version')!r}; this f5lite reads version {FORMAT_VERSION}"
+        )
+    return config
+
+
+def _check_target(out: Path) -> None:
+    """Refuse to replace anything but an empty directory or an earlier export."""
+    if out.is_file():
+        raise PretrainedError(f"cannot export to {out}: it is a file")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            _read_config(out)
+        except PretrainedError:
+            raise PretrainedError(
+                f"cannot export to {out}: it is a non-empty directory that is not an export"
+            ) from None
+
+
+def _swap_into_place(staging: Path, out: Path) -> None:
+    """Rename the finished directory to `out`; an old one is moved aside first and removed after."""
+    if not out.exists():
+        staging.rename(out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    old.rmdir()
+    out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _publish_modes(staging: Path) -> None:
+    """Give the directory and files the usual umask-based modes (mkdtemp makes 0700) and flush them to disk."""
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)
+    for path in staging.iterdir():
+        path.chmod(0o666 & ~umask)
+        with open(path, "rb") as file:
+            os.fsync(file.fileno())
+
+
+def _reason(err: Exception) -> str:
+    if isinstance(err, KeyError):
+        return f"missing key {err}"
+    return str(err)

@@ -1,0 +1,21 @@
+"""Sampling from a flow-matching backbone: time grids, guidance, ODE loops and `sample`, as functions on tensors."""
+
+from f5lite.sampling.duration import effective_durations, estimate_duration
+from f5lite.sampling.guidance import guided_velocity, optimized_scale
+from f5lite.sampling.ode import METHODS, integrate
+from f5lite.sampling.sampler import sample
+from f5lite.sampling.schedules import EPSS_TABLES, SCHEDULES, sway, time_grid
+
+__all__ = [
+    "EPSS_TABLES",
+    "METHODS",
+    "SCHEDULES",
+    "effective_durations",
+    "estimate_duration",
+    "guided_velocity",
+    "integrate",
+    "optimized_scale",
+    "sample",
+    "sway",
+    "time_grid",
+]

@@ -1,0 +1,262 @@
+"""`f5lite.sample`: F5-TTS's recorded outputs, backbone call counts, CFG-Zero*, caching and input handling."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from tiny_models import tiny_backbone
+
+import f5lite
+import f5lite.sampling.sampler as sampler_module
+from f5lite.models import load_backbone_weights
+from f5lite.sampling import effective_durations, time_grid
+
+CASES = {"s1": 8, "s2": 7, "s3": 8}
+
+FIXTURES = Path(__file__).parent / "assets" / "f5tts_compat"
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, torch.Tensor]:
+    return load_file(FIXTURES / "dit_tiny.sample.safetensors")
+
+
+@pytest.fixture(scope="module")
+def fixture_model() -> torch.nn.Module:
+    meta = json.loads((FIXTURES / "dit_tiny.json").read_text())
+    model = f5lite.build_backbone("dit", **meta["backbone_kwargs"]).eval()
+    load_backbone_weights(model, f5lite.load_f5tts_state_dict(FIXTURES / "dit_tiny.safetensors"))
+    return model
+
+
+@pytest.fixture(scope="module")
+def model() -> torch.nn.Module:
+    return tiny_backbone("dit").eval()
+
+
+def run_case(model, recorded, case, **kwargs):
+    return f5lite.sample(
+        model,
+        recorded[f"{case}_ref_mel"],
+        recorded[f"{case}_text"],
+        recorded[f"{case}_duration"],
+        lens=recorded[f"{case}_lens"],
+        steps=CASES[case],
+        cfg_strength=2.0,
+        sway_sampling_coef=-1.0,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reproduces_f5tts_sample_with_its_noise(fixture_model, recorded, case):
+    assert (time_grid(CASES[case]) - recorded[f"{case}_t"]).abs().max() <= 1e-4
+    out = run_case(fixture_model, recorded, case, noise=recorded[f"{case}_y0"])
+    assert out.shape == recorded[f"{case}_out"].shape
+    assert (out - recorded[f"{case}_out"]).abs().max() <= 1e-4
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reproduces_f5tts_sample_from_its_seed(fixture_model, recorded, case):
+    # F5-TTS re-seeds the global RNG before each sample's noise; we draw the same numbers from a private generator.
+    noise = sampler_module._initial_noise(recorded[f"{case}_duration"], 100, 1234, torch.float32, torch.device("cpu"))
+    assert torch.equal(noise, recorded[f"{case}_y0"])
+    state = torch.get_rng_state()
+    out = run_case(fixture_model, recorded, case, seed=1234)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert (out - recorded[f"{case}_out"]).abs().max() <= 1e-4
+
+
+def test_reference_region_is_restored_and_durations_follow_f5tts_rule(recorded, model):
+    text, lens = recorded["s3_text"], recorded["s3_lens"]
+    durations = effective_durations(torch.tensor([30, 10]), text, lens)
+    assert durations.tolist() == [41, 29]  # max(text ids, ref frames) + 1 wins over the request
+    out = f5lite.sample(model, recorded["s3_ref_mel"], text, [30, 10], lens=lens, steps=2)
+    assert out.shape == (2, 41, 100)
+    assert torch.equal(out[0, :40], recorded["s3_ref_mel"][0])
+    assert torch.equal(out[1, :28], recorded["s3_ref_mel"][1, :28])
+    assert not torch.equal(out[1, 28:40], recorded["s3_ref_mel"][1, 28:40])
+
+
+class CallCounter:
+    def __init__(self, model):
+        self.batches: list[int] = []
+        self.text_embeds = 0
+        self.handle = model.register_forward_hook(lambda module, args, out: self.batches.append(args[0].shape[0]))
+        embed = model.embed_text
+
+        def counted(*args, **kwargs):
+            self.text_embeds += 1
+            return embed(*args, **kwargs)
+
+        model.embed_text = counted
+        self.model = model
+
+    def close(self):
+        self.handle.remove()
+        del self.model.embed_text
+
+
+@pytest.mark.parametrize(
+    ("steps", "schedule", "method", "cfg", "zero_init", "expected"),
+    [
+        (7, "epss", "euler", 2.0, 0, [4] * 7),
+        (7, "epss", "euler", 2.0, 1, [4] * 6),
+        (32, "uniform", "euler", 2.0, 0, [4] * 32),
+        (32, "uniform", "euler", 2.0, 3, [4] * 29),
+        (7, "auto", "euler", 0.0, 0, [2] * 7),
+        (4, "uniform", "midpoint", 2.0, 1, [4] * 6),
+    ],
+)
+def test_backbone_call_counts(recorded, steps, schedule, method, cfg, zero_init, expected):
+    model = tiny_backbone("dit").eval()
+    counter = CallCounter(model)
+    f5lite.sample(
+        model,
+        recorded["s3_ref_mel"],
+        recorded["s3_text"],
+        60,
+        lens=recorded["s3_lens"],
+        steps=steps,
+        schedule=schedule,
+        method=method,
+        cfg_strength=cfg,
+        cfg_zero_init_steps=zero_init,
+    )
+    counter.close()
+    assert counter.batches == expected  # b = 2: one call of 2b per evaluation with CFG, of b without
+    assert counter.text_embeds == 1  # text conditioning computed once per call, not once per step
+
+
+def test_zero_init_equals_starting_the_solve_later(recorded, model):
+    # The first K steps have zero velocity: the state stays at the noise until grid point K.
+    ref, text, noise = recorded["s1_ref_mel"], recorded["s1_text"], recorded["s1_y0"]
+    out = f5lite.sample(model, ref, text, 100, steps=8, cfg_zero_init_steps=2, noise=noise)
+    grid = time_grid(8)
+    field = sampler_module._velocity_field(model, torch.cat((ref, torch.zeros(1, 60, 100)), 1), text, None, 2.0, False)
+    manual = sampler_module.integrate(field, noise, grid[2:], "euler")
+    assert torch.equal(out[:, 40:], manual[:, 40:])
+
+
+def test_zero_star_with_scale_one_equals_plain_cfg(recorded, model, monkeypatch):
+    kwargs = {"steps": 4, "cfg_strength": 2.0, "seed": 3, "lens": recorded["s3_lens"]}
+    plain = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], **kwargs)
+    star = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], cfg_zero_star=True, **kwargs)
+    assert not torch.allclose(star, plain)
+    monkeypatch.setattr(sampler_module, "optimized_scale", lambda v_c, v_u, mask: torch.ones(v_c.shape[0]))
+    forced = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], cfg_zero_star=True, **kwargs)
+    assert torch.equal(forced, plain)
+
+
+def test_zero_star_scale_is_per_sample_over_valid_frames(recorded, model, monkeypatch):
+    seen = []
+    real = sampler_module.optimized_scale
+
+    def spy(v_c, v_u, mask):
+        s = real(v_c, v_u, mask)
+        seen.append((mask.clone(), s, real(v_c[1:, :76], v_u[1:, :76])))
+        return s
+
+    monkeypatch.setattr(sampler_module, "optimized_scale", spy)
+    f5lite.sample(
+        model,
+        recorded["s3_ref_mel"],
+        recorded["s3_text"],
+        [100, 76],
+        lens=recorded["s3_lens"],
+        steps=3,
+        cfg_zero_star=True,
+    )
+    assert len(seen) == 3
+    for mask, s, alone in seen:
+        assert mask.sum(1).tolist() == [100, 76]
+        assert s.shape == (2,) and s.dtype == torch.float32
+        assert torch.allclose(s[1:], alone, atol=1e-6)  # the second sample's padding does not count
+
+
+def test_batch_one_passes_no_mask_and_batches_pass_duration_masks(recorded):
+    model = tiny_backbone("dit").eval()
+    masks = []
+    handle = model.register_forward_hook(lambda m, args, kwargs, out: masks.append(args[4]), with_kwargs=True)
+    f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, steps=1)
+    f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], lens=recorded["s3_lens"], steps=1)
+    handle.remove()
+    assert masks[0] is None
+    assert masks[1].shape == (4, 100) and masks[1].sum(1).tolist() == [100, 76, 100, 76]
+
+
+def test_text_cache_is_safe_across_threads_and_deepcopy(recorded, model):
+    ref, lens = recorded["s3_ref_mel"], recorded["s3_lens"]
+    texts = [recorded["s3_text"], recorded["s3_text"].flip(0), torch.full_like(recorded["s3_text"], 5)]
+    expected = [f5lite.sample(model, ref, t, 80, lens=lens, steps=3, seed=0) for t in texts]
+    results: dict[int, torch.Tensor] = {}
+
+    def worker(i):
+        results[i] = f5lite.sample(model, ref, texts[i % 3], 80, lens=lens, steps=3, seed=0)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i in range(6):
+        assert torch.equal(results[i], expected[i % 3])
+    twin = copy.deepcopy(model)
+    assert torch.equal(f5lite.sample(twin, ref, texts[0], 80, lens=lens, steps=3, seed=0), expected[0])
+    assert not any(isinstance(v, torch.Tensor) for k, v in vars(model).items() if not k.startswith("_"))
+
+
+def test_seed_gives_the_same_noise_whatever_the_batch(recorded, model):
+    one = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, steps=2, seed=7)
+    pair = f5lite.sample(
+        model, recorded["s1_ref_mel"].repeat(2, 1, 1), recorded["s1_text"].repeat(2, 1), 100, steps=2, seed=7
+    )
+    assert torch.allclose(pair[0], one[0], atol=1e-5) and torch.allclose(pair[1], one[0], atol=1e-5)
+    other = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, steps=2, seed=8)
+    assert not torch.allclose(other, one)
+
+
+def test_half_precision_backbone_keeps_a_float32_state(recorded):
+    model = tiny_backbone("dit").eval().to(torch.bfloat16)
+    out = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 60, steps=2, seed=0, cfg_zero_star=True)
+    assert out.dtype == torch.float32 and torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("name", ["mmdit", "unett"])
+def test_other_backbones_sample(recorded, name):
+    model = tiny_backbone(name).eval()
+    out = f5lite.sample(
+        model,
+        recorded["s3_ref_mel"],
+        recorded["s3_text"],
+        [60, 50],
+        lens=recorded["s3_lens"],
+        steps=2,
+        seed=0,
+        cfg_zero_star=True,
+    )
+    assert out.shape == (2, 60, 100) and torch.isfinite(out).all()
+
+
+def test_bad_inputs_are_refused(recorded, model):
+    ref, text = recorded["s1_ref_mel"], recorded["s1_text"]
+    with pytest.raises(ValueError, match="noise must have shape"):
+        f5lite.sample(model, ref, text, 100, noise=torch.zeros(1, 99, 100))
+    with pytest.raises(ValueError, match="cond must be a mel"):
+        f5lite.sample(model, ref[..., :80], text, 100)
+    with pytest.raises(ValueError, match="text must be int64"):
+        f5lite.sample(model, ref, text.float(), 100)
+    with pytest.raises(ValueError, match="duration must be"):
+        f5lite.sample(model, ref, text, [100, 90])
+    with pytest.raises(ValueError, match="cfg_zero_init_steps=4"):
+        f5lite.sample(model, ref, text, 100, steps=4, cfg_zero_init_steps=4)
+    with pytest.raises(ValueError, match="cfg_strength"):
+        f5lite.sample(model, ref, text, 100, cfg_strength=-1.0)
+    with pytest.raises(ValueError, match="method='heun'"):
+        f5lite.sample(model, ref, text, 100, steps=2, method="heun")
