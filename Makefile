@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-gpu lint fmt typecheck wheel-check clean
+.PHONY: help install test test-slow test-gpu demo lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -31,6 +31,16 @@ test-slow: $(STAMP) ## Run the slow tests
 
 test-gpu: $(STAMP) ## Run the GPU tests (needs CUDA)
 	$(BIN)/python -m pytest -m gpu $(PYTEST_FLAGS) || test $$? -eq 5  # 5: none selected
+
+DEMO_DIR ?= runs/demo
+DEMO_REF := f5lite/demo_data/audio/us_male/000_us_male.ogg
+demo: $(STAMP) ## Train the demo recipe on the shipped demo data (CPU, a few minutes), then synthesize with Griffin-Lim
+	$(BIN)/python -m f5lite.train +recipe=demo run_dir=$(DEMO_DIR)
+	$(BIN)/f5lite-infer model=$(DEMO_DIR)/export ref_audio=$(DEMO_REF) \
+		ref_text="The kettle started to whistle just as the phone rang." \
+		text="A small model trained on a laptop in a few minutes." \
+		output=$(DEMO_DIR)/sample.wav sample.vocoder=griffin_lim seed=0
+	@echo "wrote $(DEMO_DIR)/sample.wav"
 
 lint: $(STAMP) ## Check formatting and lint rules with ruff
 	$(BIN)/ruff format --check .

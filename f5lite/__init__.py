@@ -2,18 +2,25 @@
 
 The top level holds the small public API; the subpackages hold the rest: `f5lite.config` (typed schemas, Hydra
 composition, recipes), `f5lite.audio` (audio I/O, log-mels, vocoders), `f5lite.text` (vocab, tokenizers, ids) and
-`f5lite.models` (backbones, checkpoints, activation checkpointing and compile).
+`f5lite.models` (backbones, checkpoints, activation checkpointing and compile, the CFM objective), `f5lite.sampling`
+(time grids, guidance, ODE loops), `f5lite.infer` (`Synthesizer`, the `f5lite-infer` CLI) and `f5lite.pretrained`
+(the export directory).
 """
 
 from f5lite.audio import load_audio, load_vocoder, log_mel, save_audio
 from f5lite.config import TrainConfig, compose_config
+from f5lite.infer import Synthesizer
 from f5lite.models import apply_ac, apply_compile, build_backbone, load_f5tts_state_dict
+from f5lite.models.cfm import flow_loss
+from f5lite.pretrained import load_pretrained, save_pretrained
+from f5lite.sampling import sample
 from f5lite.text import EncodedText, TextEncoder, Vocab, load_vocab, write_vocab
 
 __version__ = "0.1.0"
 
 __all__ = [
     "EncodedText",
+    "Synthesizer",
     "TextEncoder",
     "TrainConfig",
     "Vocab",
@@ -22,11 +29,15 @@ __all__ = [
     "apply_compile",
     "build_backbone",
     "compose_config",
+    "flow_loss",
     "load_audio",
     "load_f5tts_state_dict",
+    "load_pretrained",
     "load_vocab",
     "load_vocoder",
     "log_mel",
+    "sample",
     "save_audio",
+    "save_pretrained",
     "write_vocab",
 ]

@@ -113,6 +113,12 @@ def test_every_optimization_is_switchable_from_the_command_line():
             "perf.ac.mode=full",
             "perf.ac.every_n=2",
             "perf.memory_budget=0.5",
+            "model.dropout=0",
+            "perf.compile_mode=max-autotune-no-cudagraphs",
+            "perf.compile_dynamic=false",
+            "perf.sdpa_backend=math",
+            "perf.tf32=false",
+            "perf.pin_memory=false",
             "perf.precision=fp16",
             "ema.device=cpu",
             "ckpt.async=true",
@@ -120,6 +126,8 @@ def test_every_optimization_is_switchable_from_the_command_line():
         ]
     )
     assert cfg.perf.compile and cfg.perf.ac.mode == "full" and cfg.perf.ac.every_n == 2
+    assert cfg.perf.compile_mode == "max-autotune-no-cudagraphs" and cfg.perf.compile_dynamic is False
+    assert cfg.perf.sdpa_backend == "math" and not cfg.perf.tf32 and not cfg.perf.pin_memory
     assert cfg.perf.memory_budget == 0.5 and cfg.perf.precision == "fp16"
     assert cfg.ema.device == "cpu" and cfg.ckpt.async_save and cfg.ckpt.export_dtype == "bf16"
     assert compose_config(["ckpt.async_save=true"]).ckpt.async_save

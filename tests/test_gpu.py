@@ -60,3 +60,17 @@ def test_inductor_compile_with_ac_in_bf16_on_cuda(mode):
     for p, q in zip(fast.parameters(), eager.parameters(), strict=True):
         assert p.grad is not None and torch.isfinite(p.grad).all()
         torch.testing.assert_close(p.grad, q.grad, atol=5e-2, rtol=5e-2)
+
+
+@pytest.mark.gpu
+def test_trainer_on_cuda_bf16_with_tf32_and_pinned_batches(tmp_path):
+    from f5lite.config import compose_config
+    from f5lite.train import Trainer
+
+    overrides = ["+recipe=debug_tiny", f"run_dir={tmp_path}/run", "optim.max_updates=3", "perf.precision=bf16"]
+    trainer = Trainer(compose_config([*overrides, "perf.tf32=false"]))
+    assert not torch.backends.cuda.matmul.allow_tf32
+    trainer = Trainer(compose_config([*overrides, "perf.tf32=true", "ckpt.async=true", f"run_dir={tmp_path}/run2"]))
+    assert torch.backends.cuda.matmul.allow_tf32 and trainer.device.type == "cuda"
+    trainer.fit()
+    assert (tmp_path / "run2" / "export" / "model.safetensors").is_file()

@@ -7,7 +7,7 @@ names the key or the option at fault.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,6 +22,8 @@ from f5lite.paths import config_roots
 
 # Spellings accepted on the command line for fields whose real name cannot be a Python identifier.
 _KEY_ALIASES = {"ckpt.async": "ckpt.async_save"}
+# Where a user sees the keys of each primary config.
+_KEY_LISTINGS = {"train": "python -m f5lite.config", "infer": "f5lite-infer --help"}
 
 
 def compose_config(
@@ -46,6 +48,35 @@ def compose_config(
         ValueError: An unknown group option or recipe, an unknown key, a value of the wrong type, or a value the
             schema rejects. The message is one line and names the key.
     """
+    cfg = compose_structured(overrides, config_name=config_name, configs_dir=configs_dir, recipes_dir=recipes_dir)
+    return cast(TrainConfig, cfg)
+
+
+def compose_structured(
+    overrides: Sequence[str] = (),
+    *,
+    config_name: str,
+    literals: Mapping[str, str] | None = None,
+    configs_dir: Path | None = None,
+    recipes_dir: Path | None = None,
+) -> object:
+    """Compose any primary config of `configs_dir` into its dataclass objects (`compose_config` does `train`).
+
+    Args:
+        overrides: Hydra overrides as on the command line.
+        config_name: Primary config in `configs_dir` (without `.yaml`), e.g. ``"infer"``.
+        literals: Keys set to exactly these strings after the overrides. Hydra's override grammar does not parse
+            them (free text with commas or quotes, paths), and a key named like a config group (`model=PATH` in
+            `infer.yaml`) is not taken for a group choice.
+        configs_dir: Folder of primary configs and groups; default: the checkout's or the installed package's.
+        recipes_dir: Folder of recipes; default: the checkout's or the installed package's.
+
+    Returns:
+        The config as the dataclass objects of its schema.
+
+    Raises:
+        ValueError: As for `compose_config`, one line naming the key.
+    """
     default_configs, default_recipes = config_roots()
     configs_dir = (configs_dir or default_configs).resolve()
     recipes = register_configs((recipes_dir or default_recipes).resolve())
@@ -53,6 +84,8 @@ def compose_config(
     try:
         with initialize_config_dir(config_dir=str(configs_dir), version_base="1.3"):
             dcfg = compose(config_name=config_name, overrides=list(overrides))
+        for key, value in (literals or {}).items():
+            OmegaConf.update(dcfg, key, value, merge=False)
         cfg = OmegaConf.to_object(dcfg)
         unknown = _unknown_keys(OmegaConf.to_container(dcfg), OmegaConf.to_container(OmegaConf.structured(cfg)))
     except MissingConfigException as err:
@@ -61,8 +94,9 @@ def compose_config(
         raise ValueError(_one_line(err)) from err
     if unknown:
         # `+key=value` opens the typed config for new keys, and turning it into dataclasses would drop them silently.
-        raise ValueError(f"{', '.join(unknown)}: not a config key (check the spelling; see python -m f5lite.config)")
-    return cast(TrainConfig, cfg)
+        where = _KEY_LISTINGS.get(config_name, f"configs/{config_name}.yaml")
+        raise ValueError(f"{', '.join(unknown)}: not a config key (check the spelling; see {where})")
+    return cfg
 
 
 def config_to_yaml(cfg: TrainConfig) -> str:

@@ -19,11 +19,13 @@ from f5lite.text.tokenizers import TOKENIZER_NAMES
 
 PRECISIONS = ("no", "bf16", "fp16")
 AC_MODES = ("none", "full", "selective")
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs")
+SDPA_BACKENDS = ("auto", "flash", "efficient", "cudnn", "math")
 EMA_DEVICES = ("same", "cpu")
 EXPORT_DTYPES = ("fp32", "bf16", "fp16")
 ODE_METHODS = ("euler", "midpoint")
 TIME_SCHEDULES = ("auto", "uniform", "epss")
-LOGGERS = ("none", "wandb")
+LOGGERS = ("none", "tensorboard", "wandb")
 
 
 @dataclass
@@ -31,7 +33,8 @@ class DataConfig:
     """Where the training data is and how it is batched."""
 
     dir: str | None = None
-    """Directory made by `f5lite-prepare` (manifest.jsonl, vocab.txt). Relative to the launch directory."""
+    """Directory made by `f5lite-prepare` (manifest.jsonl, vocab.txt), or an F5-TTS prepared directory (raw.arrow;
+    needs the `f5tts` extra). Relative to the launch directory. `${f5lite.demo_dir:}` is the shipped demo dataset."""
     tokenizer: str = "char"
     """Text tokenizer: `char`, `pinyin` (F5-TTS's released models; needs the `zh` extra) or `byte`."""
     mel_type: str = "vocos"
@@ -42,6 +45,12 @@ class DataConfig:
     """Most utterances in one batch, whatever the frame budget."""
     num_workers: int = 4
     """DataLoader worker processes."""
+    pad_multiple: int = 1
+    """Pad each batch's mel and text lengths up to a multiple of this, so compiled code sees few distinct shapes
+    (the frame budget counts the padding); 1 pads only to the longest item."""
+    max_skip_ratio: float = 0.05
+    """Stop training when more than this share of item reads fails (files that broke after `f5lite-prepare`
+    checked them); each failure is logged and replaced by the nearest-length item. 0 stops at the first."""
 
     def __post_init__(self) -> None:
         check_choice("data.tokenizer", self.tokenizer, TOKENIZER_NAMES)
@@ -49,6 +58,8 @@ class DataConfig:
         check_at_least("data.frames_per_gpu", self.frames_per_gpu, 1)
         check_at_least("data.max_samples", self.max_samples, 1)
         check_at_least("data.num_workers", self.num_workers, 0)
+        check_at_least("data.pad_multiple", self.pad_multiple, 1)
+        check_range("data.max_skip_ratio", self.max_skip_ratio, 0.0, 1.0)
 
 
 @dataclass
@@ -71,6 +82,9 @@ class OptimConfig:
     """Batches accumulated per optimizer update."""
     max_grad_norm: float = 1.0
     """Gradient clipping norm; 0 turns clipping off."""
+    max_bad_updates: int = 5
+    """Stop the run after this many updates in a row with a non-finite loss or gradient (each one is skipped:
+    no optimizer, schedule or EMA step). Checked when metrics are fetched, every `logger.every` updates."""
 
     def __post_init__(self) -> None:
         if not self.lr > 0:
@@ -84,6 +98,7 @@ class OptimConfig:
         check_at_least("optim.max_updates", self.max_updates, 1)
         check_at_least("optim.grad_accum", self.grad_accum, 1)
         check_at_least("optim.max_grad_norm", self.max_grad_norm, 0.0)
+        check_at_least("optim.max_bad_updates", self.max_bad_updates, 1)
 
 
 @dataclass
@@ -109,6 +124,18 @@ class PerfConfig:
     """Mixed precision: `no` (fp32), `bf16`, or `fp16` (the only one that uses a gradient scaler)."""
     compile: bool = False
     """Compile each backbone block in place with torch.compile (no `_orig_mod.` keys)."""
+    compile_mode: str = "default"
+    """torch.compile mode: `default` or `max-autotune-no-cudagraphs` (CUDA graphs modes record one graph per
+    batch shape, which variable-length speech batches turn into a memory leak)."""
+    compile_dynamic: bool | None = None
+    """torch.compile `dynamic`: null marks a length dynamic after it first changes, false compiles per shape (use
+    with `data.pad_multiple` to bound the shapes), true starts dynamic."""
+    sdpa_backend: str = "auto"
+    """Attention kernel: `auto` (PyTorch picks), `flash`, `efficient`, `cudnn` or `math`."""
+    tf32: bool = True
+    """Allow TF32 matmuls and convolutions on Ampere and newer GPUs (faster float32 work, 10-bit mantissa)."""
+    pin_memory: bool = True
+    """Pin batch memory so host-to-GPU copies run asynchronously (ignored without CUDA)."""
     ac: ACConfig = field(default_factory=ACConfig)
     """Activation checkpointing."""
     memory_budget: float = 1.0
@@ -117,6 +144,8 @@ class PerfConfig:
 
     def __post_init__(self) -> None:
         check_choice("perf.precision", self.precision, PRECISIONS)
+        check_choice("perf.compile_mode", self.compile_mode, COMPILE_MODES)
+        check_choice("perf.sdpa_backend", self.sdpa_backend, SDPA_BACKENDS)
         check_range("perf.memory_budget", self.memory_budget, 0.0, 1.0)
         if self.memory_budget < 1.0 and not self.compile:
             raise ValueError(
@@ -213,18 +242,23 @@ class SampleConfig:
 
 @dataclass
 class LoggerConfig:
-    """Metrics logging."""
+    """Metrics logging and training samples."""
 
     backend: str = "none"
-    """`none` (console only) or `wandb`."""
+    """`none` (progress bar only), `tensorboard` (files in `RUN_DIR/logs`; needs the `tensorboard` extra) or
+    `wandb` (offline, into `RUN_DIR/logs`, when no API key is configured)."""
     project: str = "f5lite"
     """Project name at the logging backend."""
     every: int = 100
     """Log (and fetch the loss from the device) every N optimizer updates."""
+    sample_every: int = 0
+    """Every N optimizer updates, synthesize one utterance of the current batch with the EMA weights and log its
+    mel-spectrogram image and audio; 0 turns samples off."""
 
     def __post_init__(self) -> None:
         check_choice("logger.backend", self.backend, LOGGERS)
         check_at_least("logger.every", self.every, 1)
+        check_at_least("logger.sample_every", self.sample_every, 0)
 
 
 @dataclass
@@ -259,3 +293,10 @@ class TrainConfig:
             raise ValueError("run_name='' is not valid; give the run a name")
         if not self.run_dir:
             raise ValueError("run_dir='' is not valid; give a directory")
+        if self.perf.memory_budget < 1.0 and self.model is not MISSING and self.model.dropout > 0:
+            # The budget partitioner may recompute dropout with another mask: silently wrong gradients
+            # (pytorch/pytorch#190758, reproduced on torch 2.14.1; tests/test_models_compile.py pins it).
+            raise ValueError(
+                f"perf.memory_budget={self.perf.memory_budget} with model.dropout={self.model.dropout} gives wrong "
+                "gradients (pytorch/pytorch#190758); set model.dropout=0 or perf.memory_budget=1.0"
+            )

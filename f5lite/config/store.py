@@ -13,14 +13,18 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from f5lite.config.infer_schema import InferConfig
 from f5lite.config.model import DiTConfig, MMDiTConfig, UNetTConfig
 from f5lite.config.schema import TrainConfig
+from f5lite.data.demo import DEMO_RESOLVER, demo_dir
 
 _MODEL_SCHEMAS = {"dit": DiTConfig, "mmdit": MMDiTConfig, "unett": UNetTConfig}
 
 
 def register_configs(recipes_dir: Path) -> list[str]:
-    """Store the train schema, one schema per backbone family, and every `recipes_dir/*.yaml` as group `recipe`.
+    """Store the schemas (train, infer, one per backbone family) and every `recipes_dir/*.yaml` as group `recipe`.
+
+    Also registers the OmegaConf resolver `${f5lite.demo_dir:}` (the shipped demo dataset's directory).
 
     Args:
         recipes_dir: Folder of recipe YAML files.
@@ -31,8 +35,12 @@ def register_configs(recipes_dir: Path) -> list[str]:
     Raises:
         ValueError: A recipe file is not valid YAML, or is not a mapping.
     """
+    if not OmegaConf.has_resolver(DEMO_RESOLVER):
+        # `data.dir: ${f5lite.demo_dir:}` names the shipped demo dataset whatever the working directory.
+        OmegaConf.register_new_resolver(DEMO_RESOLVER, lambda: str(demo_dir()))
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
+    store.store(name="infer_schema", node=InferConfig)
     for name, schema in _MODEL_SCHEMAS.items():
         store.store(group="model", name=f"{name}_schema", node=schema)
     # Forget recipes registered from another folder earlier in this process, so only `recipes_dir` is offered.

@@ -1,4 +1,4 @@
-"""Velocity networks (DiT, MMDiT, UNetT), checkpoint I/O, and optimizations applied from outside.
+"""Velocity networks (DiT, MMDiT, UNetT), the flow objective (CFM), checkpoint I/O, outside-applied optimizations.
 
 Optimizations are applied in this order, each in place and without changing state-dict keys:
 `apply_ac` (activation checkpointing), then `apply_compile` (per-block `torch.compile`), then data parallelism.
@@ -6,6 +6,7 @@ Optimizations are applied in this order, each in place and without changing stat
 
 from f5lite.models.ac import AC_MODES, apply_ac
 from f5lite.models.build import BACKBONE_CLASSES, backbone_kwargs, build_backbone, build_backbone_from_config
+from f5lite.models.cfm import CFM, flow_loss
 from f5lite.models.checkpoint import CheckpointError, load_backbone_weights, load_f5tts_state_dict, to_f5tts_layout
 from f5lite.models.compile import apply_compile
 from f5lite.models.dit import DiT
@@ -15,6 +16,7 @@ from f5lite.models.unett import UNetT
 __all__ = [
     "AC_MODES",
     "BACKBONE_CLASSES",
+    "CFM",
     "CheckpointError",
     "DiT",
     "MMDiT",
@@ -24,6 +26,7 @@ __all__ = [
     "backbone_kwargs",
     "build_backbone",
     "build_backbone_from_config",
+    "flow_loss",
     "load_backbone_weights",
     "load_f5tts_state_dict",
     "to_f5tts_layout",

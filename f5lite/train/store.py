@@ -1,0 +1,267 @@
+"""Atomic, verifiable, optionally asynchronous training checkpoints.
+
+Layout of `RUN_DIR/checkpoints/`:
+
+    step-00001000/          one committed checkpoint
+        model.safetensors   (and ema, optimizer, ...: one file per tensor group)
+        meta.json           everything that is not a tensor
+        manifest.json       written last: size and sha256 of every file; its presence marks the commit
+    latest                  name of the newest committed checkpoint (replaced atomically after each commit)
+
+A save writes into `step-N.tmp/`, fsyncs every file, writes the manifest, renames the directory into place, fsyncs
+the parent, and only then points `latest` at it. A kill at any moment leaves either the old or the new checkpoint
+complete; `*.tmp` leftovers are removed at the next start. Loading walks checkpoints from the newest, verifies
+sizes and checksums, and skips a damaged one with a warning.
+
+With `async_save`, `save` copies the tensors to CPU memory and returns; a background thread writes them while
+training continues. One save is in flight at a time; its error surfaces at the next `save`, `wait` or `close`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+log = logging.getLogger(__name__)
+
+_MANIFEST = "manifest.json"
+_META = "meta.json"
+_LATEST = "latest"
+_PREFIX = "step-"
+_TMP = ".tmp"
+
+
+class CheckpointSaveError(RuntimeError):
+    """A checkpoint could not be written (disk full, permissions, ...)."""
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: its update count, tensor groups and metadata."""
+
+    step: int
+    path: Path
+    tensors: dict[str, dict[str, torch.Tensor]]
+    meta: dict[str, Any]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _step_of(path: Path) -> int | None:
+    name = path.name
+    if not name.startswith(_PREFIX) or name.endswith(_TMP):
+        return None
+    try:
+        return int(name[len(_PREFIX) :])
+    except ValueError:
+        return None
+
+
+def _write_atomic_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + _TMP)
+    tmp.write_text(text)
+    _fsync_file(tmp)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class CheckpointStore:
+    """Writes, rotates and finds training checkpoints in one directory."""
+
+    def __init__(self, root: str | Path, keep_last: int = 3, async_save: bool = False, writer: bool = True) -> None:
+        """Open (and on the writer, create and tidy) a checkpoint directory.
+
+        Args:
+            root: `RUN_DIR/checkpoints`.
+            keep_last: committed checkpoints to keep; 0 keeps all.
+            async_save: write in a background thread.
+            writer: whether this process writes (rank 0); other ranks only read.
+        """
+        self.root = Path(root)
+        self.keep_last = keep_last
+        self.writer = writer
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt") if async_save else None
+        self._inflight: Future[None] | None = None
+        if writer:
+            self.root.mkdir(parents=True, exist_ok=True)
+            for stale in self.root.glob(f"*{_TMP}"):
+                log.warning("removing unfinished checkpoint %s (a save was interrupted)", stale)
+                shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+
+    # ----------------------------------------------------------------------------------------------- saving
+
+    def save(self, step: int, tensors: dict[str, dict[str, torch.Tensor]], meta: dict[str, Any]) -> None:
+        """Save one checkpoint (returns once the tensors are copied when saving asynchronously).
+
+        Args:
+            step: optimizer updates done.
+            tensors: groups of tensors, e.g. `{"model": ..., "ema": ..., "optimizer": ...}`; one file per group.
+            meta: JSON-serializable metadata (scheduler, sampler position, counters, config hash).
+
+        Raises:
+            CheckpointSaveError: this save, or the previous asynchronous one, failed.
+        """
+        if not self.writer:
+            return
+        self.wait()
+        meta_text = json.dumps({**meta, "step": step}, indent=1, sort_keys=True)
+        if self._pool is None:
+            groups = {g: {k: v.detach().cpu().contiguous() for k, v in sd.items()} for g, sd in tensors.items()}
+            self._write_guarded(step, groups, meta_text)
+            return
+        # The snapshot must be complete before the caller's next optimizer step changes the tensors.
+        groups = {
+            g: {k: v.detach().to("cpu", copy=True).contiguous() for k, v in sd.items()} for g, sd in tensors.items()
+        }
+        self._inflight = self._pool.submit(self._write_guarded, step, groups, meta_text)
+
+    def wait(self) -> None:
+        """Block until the in-flight save is written; raise its error if it failed."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            inflight.result()
+
+    def close(self) -> None:
+        """Finish the in-flight save and stop the writer thread (raises a failed save's error)."""
+        try:
+            self.wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+    def _write_guarded(self, step: int, groups: dict[str, dict[str, torch.Tensor]], meta_text: str) -> None:
+        try:
+            self._write(step, groups, meta_text)
+        except OSError as err:
+            raise CheckpointSaveError(f"could not write checkpoint {step} in {self.root}: {err}") from err
+
+    def _write(self, step: int, groups: dict[str, dict[str, torch.Tensor]], meta_text: str) -> None:
+        final = self.root / f"{_PREFIX}{step:08d}"
+        if final.exists() and self._verify(final) is None:
+            return  # this update is already committed (e.g. a SIGTERM save right after a periodic one)
+        tmp = final.with_name(final.name + _TMP)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        files = {}
+        for group, sd in groups.items():
+            path = tmp / f"{group}.safetensors"
+            save_file(sd, path)
+            files[path.name] = path
+        (tmp / _META).write_text(meta_text)
+        files[_META] = tmp / _META
+        for path in files.values():
+            _fsync_file(path)
+        manifest = {name: {"bytes": p.stat().st_size, "sha256": _sha256(p)} for name, p in files.items()}
+        (tmp / _MANIFEST).write_text(json.dumps({"step": step, "files": manifest}, indent=1))
+        _fsync_file(tmp / _MANIFEST)
+        _fsync_dir(tmp)
+        if final.exists():  # a damaged copy of the same step: move it aside so the rename can happen
+            trash = final.with_name(final.name + ".damaged" + _TMP)
+            os.replace(final, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        os.replace(tmp, final)
+        _fsync_dir(self.root)
+        _write_atomic_text(self.root / _LATEST, final.name + "\n")
+        self._rotate(keep=final)
+
+    def _rotate(self, keep: Path) -> None:
+        if self.keep_last == 0:
+            return
+        for old in self.committed()[: -self.keep_last]:
+            if old == keep:
+                continue
+            # Renamed first (atomic), so a kill during the removal leaves only a `*.tmp` to tidy, never a
+            # half-deleted checkpoint that still looks committed.
+            doomed = old.with_name(old.name + ".rotated" + _TMP)
+            os.replace(old, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+
+    # ---------------------------------------------------------------------------------------------- loading
+
+    def committed(self) -> list[Path]:
+        """Checkpoint directories with a manifest, oldest first (not yet verified)."""
+        if not self.root.is_dir():
+            return []
+        found = [(s, p) for p in self.root.iterdir() if (s := _step_of(p)) is not None and (p / _MANIFEST).is_file()]
+        return [p for _, p in sorted(found)]
+
+    def _verify(self, path: Path) -> str | None:
+        """None if the checkpoint is intact, else why not."""
+        try:
+            manifest = json.loads((path / _MANIFEST).read_text())
+            files = manifest["files"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            return f"unreadable manifest ({err})"
+        for name, want in files.items():
+            file = path / name
+            if not file.is_file():
+                return f"{name} is missing"
+            if file.stat().st_size != want["bytes"]:
+                return f"{name} has {file.stat().st_size} bytes, expected {want['bytes']}"
+            if _sha256(file) != want["sha256"]:
+                return f"{name} fails its checksum"
+        return None
+
+    def load_latest(self) -> Checkpoint | None:
+        """The newest intact checkpoint, skipping damaged ones with a warning; None when there is none."""
+        for path in reversed(self.committed()):
+            problem = self._verify(path)
+            if problem is None:
+                try:
+                    return self._load(path)
+                except (OSError, ValueError) as err:
+                    problem = str(err)
+            log.warning("skipping damaged checkpoint %s: %s", path, problem)
+        return None
+
+    def load_step(self, step: int) -> Checkpoint:
+        """The checkpoint of one update.
+
+        Raises:
+            ValueError: there is none, or it is damaged.
+        """
+        path = self.root / f"{_PREFIX}{step:08d}"
+        if not (path / _MANIFEST).is_file():
+            have = ", ".join(str(_step_of(p)) for p in self.committed()) or "none"
+            raise ValueError(f"no checkpoint of update {step} in {self.root} (have: {have})")
+        problem = self._verify(path)
+        if problem is not None:
+            raise ValueError(f"checkpoint {path} is damaged: {problem}")
+        return self._load(path)
+
+    def _load(self, path: Path) -> Checkpoint:
+        manifest = json.loads((path / _MANIFEST).read_text())
+        tensors = {
+            Path(name).stem: load_file(path / name) for name in manifest["files"] if name.endswith(".safetensors")
+        }
+        meta = json.loads((path / _META).read_text())
+        return Checkpoint(step=int(manifest["step"]), path=path, tensors=tensors, meta=meta)

@@ -1,0 +1,342 @@
+"""The training loop: accelerate for devices and processes, our own optimizations, checkpoints and resume.
+
+Set-up order (each step applied from outside the model, none changing a state-dict key):
+
+1. build the backbone from the config and the vocab size, move it to the device;
+2. the EMA copy, from the plain module;
+3. `apply_ac` (activation checkpointing), then `apply_compile` (per-block torch.compile);
+4. wrap in the flow objective (`CFM`), then `accelerator.prepare` (DDP / FSDP, mixed precision);
+5. the optimizer (fused AdamW), prepared too;
+6. resume from the newest intact checkpoint in `RUN_DIR/checkpoints`, if any.
+
+Per update nothing is read back to the host: the loss is summed on the device and fetched every `logger.every`
+updates, a non-finite loss or gradient skips the update on the device (the fused optimizer's `found_inf`, the
+learning rate driven by the device-side count of applied updates, the EMA weighted by the same flag), and
+randomness is derived from (seed, update, rank, micro-batch) so that resume is exact without saving RNG state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from tqdm import tqdm
+
+from f5lite.audio import SAMPLE_RATE, Vocoder, load_vocoder
+from f5lite.config import TrainConfig
+from f5lite.data.collate import Batch
+from f5lite.data.loader import TrainData, build_train_data
+from f5lite.models import apply_ac, apply_compile, build_backbone_from_config
+from f5lite.models.cfm import CFM
+from f5lite.sampling import sample
+from f5lite.train.ema import EMA
+from f5lite.train.export import export_run
+from f5lite.train.loggers import MetricLogger, make_logger
+from f5lite.train.rundir import CHECKPOINTS, EXPORT, LOGS, copy_vocab, freeze_config, identity_hash
+from f5lite.train.schedule import lr_factor
+from f5lite.train.seeding import seed_step
+from f5lite.train.signals import StopRequest
+from f5lite.train.store import CheckpointStore
+from f5lite.train.tree import flatten, unflatten
+
+log = logging.getLogger(__name__)
+
+_SDPA = {
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "math": SDPBackend.MATH,
+}
+
+
+class TrainingStopped(SystemExit):
+    """Raised after a signal-requested checkpoint; its code is 128 + the signal number (143 for SIGTERM)."""
+
+
+class BadUpdatesError(RuntimeError):
+    """Too many updates in a row had a non-finite loss or gradient."""
+
+
+class Trainer:
+    """One training run, from a composed `TrainConfig`."""
+
+    def __init__(self, cfg: TrainConfig, accelerator: Accelerator | None = None) -> None:
+        """Set up data, model, optimizations, optimizer and checkpoints, and resume if a checkpoint exists.
+
+        Args:
+            cfg: the composed config.
+            accelerator: an existing `Accelerator` (tests pass one); by default one is made from `cfg.perf`.
+
+        Raises:
+            ValueError: a setting that cannot work (data directory, a resume under another architecture, ...).
+        """
+        self.cfg = cfg
+        self.acc = accelerator or Accelerator(
+            cpu=not torch.cuda.is_available(), mixed_precision=cfg.perf.precision, step_scheduler_with_optimizer=False
+        )
+        self.device = self.acc.device
+        self.rank = self.acc.process_index
+        self.run_dir = Path(cfg.run_dir).resolve()
+        self.main = self.acc.is_main_process
+        if torch.cuda.is_available():
+            torch.backends.cuda.matmul.allow_tf32 = cfg.perf.tf32
+            torch.backends.cudnn.allow_tf32 = cfg.perf.tf32
+
+        self.data: TrainData = build_train_data(
+            cfg.data,
+            seed=cfg.seed,
+            rank=self.rank,
+            num_replicas=self.acc.num_processes,
+            pin_memory=cfg.perf.pin_memory and self.device.type == "cuda",
+        )
+        if self.main:
+            freeze_config(self.run_dir, cfg)
+            copy_vocab(self.run_dir, self.data.dataset.vocab_path)
+        self.acc.wait_for_everyone()
+        self.identity = identity_hash(cfg)
+
+        torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
+        self.backbone = build_backbone_from_config(cfg.model, self.data.encoder.num_embeds).to(self.device)
+        ema_device = torch.device("cpu") if cfg.ema.device == "cpu" else self.device
+        self.ema = EMA(self.backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device)
+        apply_ac(self.backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
+        if cfg.perf.compile:
+            apply_compile(
+                self.backbone,
+                mode=cfg.perf.compile_mode,
+                dynamic=cfg.perf.compile_dynamic,
+                memory_budget=cfg.perf.memory_budget if cfg.perf.memory_budget < 1.0 else None,
+            )
+        optimizer = torch.optim.AdamW(
+            self.backbone.parameters(),
+            lr=torch.tensor(cfg.optim.lr, device=self.device),
+            betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
+            weight_decay=cfg.optim.weight_decay,
+            eps=cfg.optim.eps,
+            fused=True,
+        )
+        self.model, self.optimizer = self.acc.prepare(CFM(self.backbone), optimizer)
+
+        self.update = 0
+        self.applied = torch.zeros((), dtype=torch.int64, device=self.device)
+        self.bad_total = torch.zeros((), dtype=torch.int64, device=self.device)
+        self.bad_streak = torch.zeros((), dtype=torch.int64, device=self.device)
+        self.store = CheckpointStore(self.run_dir / CHECKPOINTS, cfg.ckpt.keep_last, cfg.ckpt.async_save, self.main)
+        self._consumed = 0
+        self._window_finite: list[torch.Tensor] = []
+        self._sampler_model: nn.Module | None = None
+        self._vocoder: Vocoder | None = None
+        self._resume()
+
+    # ------------------------------------------------------------------------------------------ checkpoints
+
+    def _resume(self) -> None:
+        ckpt = self.store.load_latest()
+        if ckpt is None:
+            return
+        meta = ckpt.meta
+        if meta.get("identity") != self.identity:
+            raise ValueError(
+                f"checkpoint {ckpt.path} was trained with another architecture, tokenizer or mel type; "
+                "give another run_dir to start a new run"
+            )
+        self.backbone.load_state_dict(ckpt.tensors["model"])
+        self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]))
+        self.optimizer.load_state_dict(unflatten(meta["optimizer"], ckpt.tensors.get("optimizer", {})))
+        self.data.sampler.load_state_dict(meta["sampler"])
+        self._consumed = int(meta["sampler"]["offset"])
+        self.update = int(meta["update"])
+        self.applied.fill_(int(meta["applied"]))
+        self.bad_total.fill_(int(meta["bad_total"]))
+        self.bad_streak.fill_(int(meta["bad_streak"]))
+        if self.main:
+            log.info("resumed from %s (update %d)", ckpt.path, self.update)
+
+    def save(self) -> None:
+        """Write a training checkpoint of the current update (asynchronously when `ckpt.async_save`)."""
+        skeleton, opt_tensors = flatten(self.optimizer.state_dict(), prefix="optimizer")
+        meta: dict[str, Any] = {
+            "update": self.update,
+            "applied": int(self.applied.item()),
+            "bad_total": int(self.bad_total.item()),
+            "bad_streak": int(self.bad_streak.item()),
+            "ema_step": self.ema.step,
+            "sampler": self.data.sampler.state_dict(self._consumed),
+            "optimizer": skeleton,
+            "identity": self.identity,
+            "torch": torch.__version__,
+        }
+        tensors = {"model": self.backbone.state_dict(), "ema": self.ema.state_dict(), "optimizer": opt_tensors}
+        self.store.save(self.update, tensors, meta)
+
+    # ------------------------------------------------------------------------------------------------ steps
+
+    def _attention(self) -> contextlib.AbstractContextManager[None]:
+        backend = self.cfg.perf.sdpa_backend
+        return contextlib.nullcontext() if backend == "auto" else sdpa_kernel([_SDPA[backend]])
+
+    def train_update(self, batches: list[Batch]) -> torch.Tensor:
+        """One optimizer update over `grad_accum` micro-batches.
+
+        Args:
+            batches: the micro-batches (`len(batches)` of them are averaged).
+
+        Returns:
+            The mean loss as a 0-d device tensor (not synchronized).
+        """
+        cfg = self.cfg
+        total = torch.zeros((), device=self.device)
+        for micro, batch in enumerate(batches):
+            generator = seed_step(cfg.seed, self.update, self.rank, micro, self.device)
+            batch = batch.to(self.device, non_blocking=True)
+            last = micro == len(batches) - 1
+            sync = contextlib.nullcontext() if last else self.acc.no_sync(self.model)
+            with sync, self._attention():
+                loss = self.model(batch.mel, batch.text_ids, batch.mel_lengths, generator=generator)
+                self.acc.backward(loss / len(batches))
+            total = total + loss.detach().float()
+        mean = total / len(batches)
+        max_norm = cfg.optim.max_grad_norm if cfg.optim.max_grad_norm > 0 else math.inf
+        grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), max_norm)
+        finite = torch.isfinite(mean) & torch.isfinite(torch.as_tensor(grad_norm, device=self.device))
+        factor = lr_factor(self.applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
+        for group in self.optimizer.param_groups:
+            group["lr"] = (cfg.optim.lr * factor).to(self.device)
+        if self.acc.scaler is None:
+            # The fused optimizer skips the whole update on the device when found_inf is set (no host sync).
+            self.optimizer.optimizer.found_inf = (~finite).float()
+            self.optimizer.optimizer.grad_scale = None
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.applied += finite.long()
+        self.bad_total += (~finite).long()
+        self.bad_streak = (self.bad_streak + 1) * (~finite).long()
+        self.ema.update(self.backbone, finite)
+        self.update += 1
+        self._window_finite.append(finite)
+        return mean
+
+    def _micro_batches(self) -> Iterator[list[Batch]]:
+        """Groups of `grad_accum` batches across epochs; tracks the sampler position for checkpoints."""
+        group: list[Batch] = []
+        while True:
+            sampler = self.data.sampler
+            for batch in self.data.loader:
+                self._consumed += 1
+                group.append(batch)
+                if len(group) == self.cfg.optim.grad_accum:
+                    yield group
+                    group = []
+            sampler.set_epoch(sampler.epoch + 1)
+            self._consumed = 0
+
+    # ------------------------------------------------------------------------------------------------- loop
+
+    def fit(self, until: int | None = None) -> None:
+        """Train until `optim.max_updates`, then save and export.
+
+        Args:
+            until: stop earlier, after this many updates, with a checkpoint (training in stages; a later `fit`
+                in a new process resumes exactly there).
+
+        Raises:
+            TrainingStopped: a SIGTERM/SIGINT arrived; a checkpoint of the last finished update was written.
+            BadUpdatesError: `optim.max_bad_updates` updates in a row were skipped.
+        """
+        cfg = self.cfg
+        stop = StopRequest()
+        stop.install()
+        logger: MetricLogger = MetricLogger()
+        if self.main:
+            logger = make_logger(cfg.logger.backend, self.run_dir / LOGS, cfg.logger.project, cfg.run_name, {})
+        bar = tqdm(total=cfg.optim.max_updates, initial=self.update, disable=not self.main, desc=cfg.run_name)
+        window_loss = torch.zeros((), device=self.device)
+        window_frames, window_start, window_paths = 0, time.perf_counter(), []
+        try:
+            batches = self._micro_batches()
+            last = cfg.optim.max_updates if until is None else min(until, cfg.optim.max_updates)
+            while self.update < last:
+                group = next(batches)
+                window_loss = window_loss + self.train_update(group)
+                window_frames += sum(int(b.mel_lengths.sum()) for b in group)
+                window_paths.append([p for b in group for p in b.paths])
+                bar.update(1)
+                if self.update % cfg.logger.every == 0 or self.update == cfg.optim.max_updates:
+                    self._log(logger, bar, window_loss / len(window_paths), window_frames, window_start, window_paths)
+                    window_loss = torch.zeros((), device=self.device)
+                    window_frames, window_start, window_paths = 0, time.perf_counter(), []
+                if cfg.logger.sample_every and self.update % cfg.logger.sample_every == 0 and self.main:
+                    self._log_sample(logger, group[0])
+                if self.update % cfg.ckpt.every == 0 or self.update == last:
+                    self.save()
+                if stop.signum is not None:
+                    self.save()
+                    self.store.wait()
+                    raise TrainingStopped(stop.exit_code)
+            self.store.wait()
+            if self.update >= cfg.optim.max_updates and self.main:
+                export_run(self.run_dir, self.run_dir / EXPORT, dtype=cfg.ckpt.export_dtype)
+        finally:
+            bar.close()
+            stop.uninstall()
+            self.store.close()
+            logger.close()
+
+    @torch.no_grad()
+    def _log_sample(self, logger: MetricLogger, batch: Batch) -> None:
+        """Continue the first third of the batch's first utterance with the EMA weights; log mel and audio."""
+        cfg = self.cfg
+        if self._sampler_model is None:
+            self._sampler_model = build_backbone_from_config(cfg.model, self.data.encoder.num_embeds).to(self.device)
+            self._sampler_model.eval()
+            vocoder_source = None if cfg.sample.vocoder == "griffin_lim" else cfg.sample.vocoder_source
+            self._vocoder = load_vocoder(cfg.sample.vocoder, vocoder_source, self.device)
+        self._sampler_model.load_state_dict(self.ema.state_dict())
+        frames = int(batch.mel_lengths[0])
+        ref = max(frames // 3, 1)
+        mel = sample(
+            self._sampler_model,
+            batch.mel[:1, :ref].to(self.device),
+            batch.text_ids[:1].to(self.device),
+            frames,
+            steps=cfg.sample.steps,
+            cfg_strength=cfg.sample.cfg_strength,
+            sway_sampling_coef=cfg.sample.sway,
+            schedule=cfg.sample.schedule,
+            method=cfg.sample.method,
+            seed=cfg.seed,
+        )[0, ref:frames]
+        assert self._vocoder is not None
+        audio = self._vocoder.decode(mel[None].float())[0]
+        logger.log_sample(mel, audio, SAMPLE_RATE, self.update)
+
+    def _log(
+        self, logger: MetricLogger, bar: tqdm, loss: torch.Tensor, frames: int, start: float, paths: list[list[str]]
+    ) -> None:
+        # The one host sync of a logging window.
+        finite = torch.stack(self._window_finite).tolist()
+        self._window_finite = []
+        first = self.update - len(finite) + 1
+        for offset, ok in enumerate(finite):
+            if not ok:
+                log.warning("update %d skipped: non-finite loss or gradient; batch: %s", first + offset, paths[offset])
+        streak, skipped = int(self.bad_streak.item()), int(self.bad_total.item())
+        value = float(loss.item())
+        lr = float(self.optimizer.param_groups[0]["lr"])
+        rate = frames * self.acc.num_processes / max(time.perf_counter() - start, 1e-9)
+        bar.set_postfix(loss=f"{value:.4f}", lr=f"{lr:.2e}", frames_s=f"{rate:.0f}")
+        logger.log({"loss": value, "lr": lr, "frames_per_s": rate, "skipped_updates": skipped}, self.update)
+        if streak >= self.cfg.optim.max_bad_updates:
+            raise BadUpdatesError(
+                f"{streak} updates in a row had a non-finite loss or gradient (optim.max_bad_updates="
+                f"{self.cfg.optim.max_bad_updates}); the last checkpoint is intact, check the data and learning rate"
+            )

@@ -1,0 +1,230 @@
+"""The training loop on the demo data with the debug_tiny recipe: learning, exact resume, skipping bad updates,
+optimizations switched from the config, signals, export and the command line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import f5lite.train.trainer as trainer_module
+from f5lite.config import compose_config
+from f5lite.train import Trainer
+
+BASE = ["+recipe=debug_tiny", "data.num_workers=0", "logger.every=2", "ckpt.every=100", "optim.warmup_updates=4"]
+
+
+def make(tmp_path: Path, *extra: str, name: str = "run") -> Trainer:
+    return Trainer(compose_config([*BASE, f"run_dir={tmp_path / name}", *extra]))
+
+
+def final_state(run: Path, step: int) -> dict[str, dict[str, torch.Tensor]]:
+    root = run / "checkpoints" / f"step-{step:08d}"
+    return {g: load_file(root / f"{g}.safetensors") for g in ("model", "ema", "optimizer")}
+
+
+def test_loss_decreases_on_demo_data(tmp_path: Path) -> None:
+    trainer = make(tmp_path, "optim.max_updates=40", "optim.lr=2e-3")
+    losses = []
+    original = trainer.train_update
+
+    def record(batches: list) -> torch.Tensor:
+        loss = original(batches)
+        losses.append(loss.item())
+        return loss
+
+    trainer.train_update = record  # type: ignore[method-assign]
+    trainer.fit()
+    first, last = sum(losses[:8]) / 8, sum(losses[-8:]) / 8
+    assert last < 0.8 * first, (first, last)
+    assert (tmp_path / "run" / "export" / "model.safetensors").is_file()
+
+
+def test_resume_is_bit_exact(tmp_path: Path) -> None:
+    extra = ("optim.max_updates=8", "model.dropout=0.1", "optim.grad_accum=2")
+    make(tmp_path, *extra, name="straight").fit()
+    make(tmp_path, *extra, name="staged").fit(until=3)
+    resumed = make(tmp_path, *extra, name="staged")
+    assert resumed.update == 3
+    resumed.fit()
+    a, b = final_state(tmp_path / "straight", 8), final_state(tmp_path / "staged", 8)
+    for group in a:
+        assert a[group].keys() == b[group].keys()
+        for key in a[group]:
+            assert torch.equal(a[group][key], b[group][key]), (group, key)
+
+
+def test_non_finite_update_is_skipped(tmp_path: Path) -> None:
+    trainer = make(tmp_path, "optim.max_updates=4", "ema.update_after=0", "ema.update_every=1")
+    batch = next(iter(trainer.data.loader))
+    trainer.train_update([batch])
+    before = {k: v.clone() for k, v in trainer.backbone.state_dict().items()}
+    ema_before = {k: v.clone() for k, v in trainer.ema.state_dict().items()}
+    batch.mel[0, 0, 0] = float("nan")
+    trainer.train_update([batch])
+    assert all(torch.equal(before[k], v) for k, v in trainer.backbone.state_dict().items())
+    assert all(torch.equal(ema_before[k], v) for k, v in trainer.ema.state_dict().items())
+    assert (trainer.applied.item(), trainer.bad_total.item(), trainer.bad_streak.item()) == (1, 1, 1)
+    batch.mel[0, 0, 0] = 0.0
+    trainer.train_update([batch])
+    assert (trainer.applied.item(), trainer.bad_streak.item()) == (2, 0)
+
+
+def test_too_many_bad_updates_stop_the_run(tmp_path: Path) -> None:
+    trainer = make(tmp_path, "optim.max_updates=10", "optim.max_bad_updates=2", "optim.lr=1e30")
+    with pytest.raises(trainer_module.BadUpdatesError, match="updates in a row had a non-finite"):
+        trainer.fit()
+
+
+@pytest.mark.parametrize("mode", ["full", "selective"])
+def test_activation_checkpointing_keeps_the_loss(tmp_path: Path, mode: str) -> None:
+    plain, ac = make(tmp_path, name="plain"), make(tmp_path, f"perf.ac.mode={mode}", name="ac")
+    batch = next(iter(plain.data.loader))
+    assert plain.train_update([batch]).item() == ac.train_update([batch]).item()
+    assert all(torch.equal(p, q) for p, q in zip(plain.backbone.parameters(), ac.backbone.parameters(), strict=True))
+
+
+def test_compiled_training_matches_eager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = trainer_module.apply_compile
+    monkeypatch.setattr(trainer_module, "apply_compile", lambda m, **kw: real(m, **{**kw, "backend": "aot_eager"}))
+    torch._dynamo.reset()
+    eager, compiled = make(tmp_path, name="eager"), make(tmp_path, "perf.compile=true", name="compiled")
+    batch = next(iter(eager.data.loader))
+    torch.testing.assert_close(compiled.train_update([batch]), eager.train_update([batch]), atol=1e-5, rtol=1e-5)
+    torch._dynamo.reset()
+
+
+def test_export_runs_once_at_the_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = trainer_module.export_run
+    monkeypatch.setattr(trainer_module, "export_run", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    make(tmp_path, "optim.max_updates=4", "ckpt.every=1").fit(until=2)
+    assert calls == []
+    make(tmp_path, "optim.max_updates=4", "ckpt.every=1").fit()
+    assert len(calls) == 1
+
+
+def test_sigterm_saves_and_exits_143(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "f5lite.train", *BASE, f"run_dir={run}", "optim.max_updates=100000", "ckpt.every=3"]
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (run / "checkpoints" / "latest").exists() and time.time() < deadline:  # training is under way
+        time.sleep(0.1)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 143, err[-2000:]
+    saved = (run / "checkpoints" / "latest").read_text().strip()
+    step = int(saved.split("-")[1])
+    assert step > 0 and f"checkpoint at update {step}" in err
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [("perf.ac.every_n=-1", "perf.ac.every_n=-1"), ("+recipe=nope", "nope")],
+)
+def test_bad_override_is_one_line(tmp_path: Path, override: str, message: str) -> None:
+    args = [*BASE, f"run_dir={tmp_path}/run", override]
+    if override.startswith("+recipe"):
+        args = [a for a in args if not a.startswith("+recipe")] + [override]
+    proc = subprocess.run([sys.executable, "-m", "f5lite.train", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+def test_memory_budget_with_dropout_is_refused() -> None:
+    with pytest.raises(ValueError, match="perf.memory_budget=0.5 with model.dropout=0.1 gives wrong gradients"):
+        compose_config([*BASE, "perf.compile=true", "perf.memory_budget=0.5"])
+
+
+def test_two_gloo_processes_train_and_write_one_checkpoint(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "f5lite.train", *BASE,
+        f"run_dir={run}", "optim.max_updates=3", "ckpt.every=3",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [p.name for p in (run / "checkpoints").glob("step-*")] == ["step-00000003"]
+    meta = (run / "checkpoints" / "step-00000003" / "meta.json").read_text()
+    assert '"num_replicas": 2' in meta
+
+
+def test_metrics_and_ema_samples_are_logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from f5lite.train.loggers import MetricLogger
+
+    class Recorder(MetricLogger):
+        def __init__(self) -> None:
+            self.metrics: list[tuple[int, dict[str, float]]] = []
+            self.samples: list[tuple[torch.Tensor, torch.Tensor, int, int]] = []
+
+        def log(self, metrics: dict[str, float], step: int) -> None:
+            self.metrics.append((step, metrics))
+
+        def log_sample(self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int) -> None:
+            self.samples.append((mel, audio, sample_rate, step))
+
+    recorder = Recorder()
+    monkeypatch.setattr(trainer_module, "make_logger", lambda *a, **kw: recorder)
+    make(tmp_path, "optim.max_updates=4", "logger.sample_every=2", "sample.steps=2").fit()
+    assert [step for step, _ in recorder.metrics] == [2, 4]
+    assert set(recorder.metrics[0][1]) == {"loss", "lr", "frames_per_s", "skipped_updates"}
+    assert [s[3] for s in recorder.samples] == [2, 4]
+    mel, audio, rate, _ = recorder.samples[0]
+    assert mel.shape[1] == 100 and rate == 24000 and audio.shape == ((mel.shape[0] - 1) * 256,)
+    assert torch.isfinite(audio).all()
+
+
+def test_tensorboard_logger_writes_events(tmp_path: Path) -> None:
+    make(tmp_path, "optim.max_updates=2", "logger.backend=tensorboard").fit()
+    assert list((tmp_path / "run" / "logs").glob("events.out.tfevents.*"))
+
+
+@pytest.mark.parametrize(("backend", "fused"), [("auto", True), ("math", False)])
+def test_sdpa_backend_choice(tmp_path: Path, backend: str, fused: bool) -> None:
+    trainer = make(tmp_path, f"perf.sdpa_backend={backend}")
+    batch = next(iter(trainer.data.loader))
+    with torch.profiler.profile() as prof:
+        trainer.train_update([batch])
+    names = {event.name for event in prof.events()}
+    assert ("aten::_scaled_dot_product_flash_attention_for_cpu" in names) == fused
+    assert "aten::_scaled_dot_product_attention_math" in names or fused
+
+
+def test_run_dir_and_its_exports_synthesize_the_same_audio(tmp_path: Path) -> None:
+    """`f5lite-infer model=RUN_DIR`, the end-of-training export and `f5lite-export --format f5tts` agree."""
+    import soundfile as sf
+
+    from f5lite.infer.cli import main as infer
+    from f5lite.train.export import main as export
+
+    run = tmp_path / "run"
+    make(tmp_path, "optim.max_updates=3").fit()
+    assert export([str(run), "--out", str(tmp_path / "official"), "--format", "f5tts"]) == 0
+    ref = next((Path(__file__).parents[1] / "f5lite" / "demo_data" / "audio").rglob("*.ogg"))
+    common = [f"ref_audio={ref}", "ref_text=The kettle started.", "text=A test.", "vocoder=griffinlim", "seed=3"]
+    common += ["sample.steps=2", "device=cpu"]
+    wavs = {}
+    sources = {
+        "run": [f"model={run}"],
+        "export": [f"model={run / 'export'}"],
+        "official": [
+            f"model={tmp_path / 'official' / 'model_3.safetensors'}",
+            "recipe=debug_tiny",
+            f"vocab={tmp_path / 'official' / 'vocab.txt'}",
+        ],
+    }
+    for name, model in sources.items():
+        out = tmp_path / f"{name}.wav"
+        assert infer([*model, *common, f"output={out}"]) == 0
+        wavs[name], rate = sf.read(out)
+        assert rate == 24000 and len(wavs[name]) > 0
+    assert (wavs["run"] == wavs["export"]).all() and (wavs["run"] == wavs["official"]).all()

@@ -1,0 +1,74 @@
+"""EMA, learning-rate schedule, step seeding and run-directory rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from f5lite.config import compose_config
+from f5lite.train.ema import EMA
+from f5lite.train.loggers import mel_image
+from f5lite.train.rundir import freeze_config, identity_hash
+from f5lite.train.schedule import lr_factor
+from f5lite.train.seeding import step_seed
+
+
+def test_ema_copies_then_averages_with_warmup() -> None:
+    model = torch.nn.Linear(2, 1, bias=False)
+    ema = EMA(model, decay=0.9, update_every=1, update_after=2, device="cpu")
+    for value in (1.0, 2.0, 3.0):  # steps 0, 1, 2 are within update_after: copies
+        torch.nn.init.constant_(model.weight, value)
+        ema.update(model)
+    assert torch.equal(ema.shadow["weight"], torch.full((1, 2), 3.0))
+    torch.nn.init.constant_(model.weight, 7.0)
+    ema.update(model)  # step 3: k = 4 - 2 - 1 = 1, decay 1 - 2 ** (-2/3) ~ 0.37
+    decay = 1 - 2 ** (-2 / 3)
+    torch.testing.assert_close(ema.shadow["weight"], torch.full((1, 2), 3.0 * decay + 7.0 * (1 - decay)))
+    ema.step = 10_000
+    assert ema.current_decay() == 0.9
+
+
+def test_ema_skips_a_skipped_update_and_lives_on_cpu() -> None:
+    model = torch.nn.Linear(2, 1)
+    ema = EMA(model, decay=0.5, update_every=1, update_after=0, device="cpu")
+    ema.step = 5
+    before = {k: v.clone() for k, v in ema.shadow.items()}
+    torch.nn.init.constant_(model.weight, 100.0)
+    ema.update(model, applied=torch.tensor(False))
+    assert all(torch.equal(before[k], v) for k, v in ema.shadow.items())
+    assert ema.step == 6 and all(v.device.type == "cpu" for v in ema.shadow.values())
+    ema.update(model, applied=torch.tensor(True))
+    assert not torch.equal(before["weight"], ema.shadow["weight"])
+
+
+def test_lr_warmup_then_linear_decay() -> None:
+    factors = [lr_factor(u, warmup=4, total=10).item() for u in range(10)]
+    assert factors[:4] == [0.25, 0.5, 0.75, 1.0]
+    assert factors[4:] == pytest.approx([1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
+    short = [lr_factor(u, warmup=100, total=3).item() for u in range(3)]  # a run shorter than its warm-up
+    assert short == pytest.approx([1 / 3, 2 / 3, 1.0])
+
+
+def test_step_seeds_differ_by_every_input() -> None:
+    seeds = {step_seed(1, 2, 3, 4), step_seed(2, 2, 3, 4), step_seed(1, 3, 3, 4), step_seed(1, 2, 4, 4)}
+    assert len(seeds | {step_seed(1, 2, 3, 5)}) == 5
+    assert step_seed(1, 2, 3, 4) == step_seed(1, 2, 3, 4)
+
+
+def test_run_dir_refuses_another_architecture(tmp_path: Path) -> None:
+    cfg = compose_config(["+recipe=debug_tiny"])
+    assert freeze_config(tmp_path, cfg) == []
+    assert freeze_config(tmp_path, compose_config(["+recipe=debug_tiny", "optim.lr=0.01"])) == ["optim.lr"]
+    other = compose_config(["+recipe=debug_tiny", "model.depth=3"])
+    assert identity_hash(other) != identity_hash(cfg)
+    with pytest.raises(ValueError, match="holds a run with other model.depth"):
+        freeze_config(tmp_path, other)
+
+
+def test_mel_image() -> None:
+    mel = torch.arange(12.0).reshape(3, 4)  # [frames, mels]
+    image = mel_image(mel)
+    assert image.shape == (4, 3) and image.dtype.name == "uint8"
+    assert image[-1, 0] == 0 and image[0, -1] == 255  # low mels at the bottom

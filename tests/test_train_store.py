@@ -1,0 +1,149 @@
+"""Checkpoint store: atomic commits, verification, rotation, async errors, and SIGKILL during async saves."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from f5lite.train.store import CheckpointSaveError, CheckpointStore
+from f5lite.train.tree import flatten, unflatten
+
+
+def groups(step: int) -> dict[str, dict[str, torch.Tensor]]:
+    g = torch.Generator().manual_seed(step)
+    return {"model": {"w": torch.randn(64, 64, generator=g)}, "ema": {"w": torch.full((3,), float(step))}}
+
+
+@pytest.mark.parametrize("async_save", [False, True])
+def test_save_load_rotate(tmp_path: Path, async_save: bool) -> None:
+    store = CheckpointStore(tmp_path, keep_last=2, async_save=async_save)
+    for step in (1, 2, 3):
+        store.save(step, groups(step), {"update": step})
+    store.close()
+    assert [p.name for p in store.committed()] == ["step-00000002", "step-00000003"]
+    assert (tmp_path / "latest").read_text().strip() == "step-00000003"
+    ckpt = CheckpointStore(tmp_path, writer=False).load_latest()
+    assert ckpt is not None and ckpt.step == 3 and ckpt.meta["update"] == 3
+    assert torch.equal(ckpt.tensors["model"]["w"], groups(3)["model"]["w"])
+
+
+def test_damaged_checkpoint_is_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = CheckpointStore(tmp_path, keep_last=0)
+    store.save(1, groups(1), {})
+    store.save(2, groups(2), {})
+    weights = tmp_path / "step-00000002" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-5] ^= 0xFF  # one flipped bit in the tensor data: only the checksum can tell
+    weights.write_bytes(bytes(data))
+    ckpt = CheckpointStore(tmp_path, writer=False).load_latest()
+    assert ckpt is not None and ckpt.step == 1
+    assert "skipping damaged checkpoint" in caplog.text and "fails its checksum" in caplog.text
+    with pytest.raises(ValueError, match="is damaged: model.safetensors fails its checksum"):
+        store.load_step(2)
+    with pytest.raises(ValueError, match=r"no checkpoint of update 7 .*have: 1, 2"):
+        store.load_step(7)
+
+
+def test_unfinished_save_is_ignored_and_removed(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path)
+    store.save(1, groups(1), {})
+    partial = tmp_path / "step-00000002.tmp"
+    partial.mkdir()
+    (partial / "model.safetensors").write_bytes(b"half")
+    assert CheckpointStore(tmp_path, writer=False).load_latest().step == 1  # type: ignore[union-attr]
+    CheckpointStore(tmp_path)  # the next writer tidies up
+    assert not partial.exists()
+
+
+def test_async_error_surfaces_at_next_save_and_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import f5lite.train.store as store_module
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    store = CheckpointStore(tmp_path, async_save=True)
+    monkeypatch.setattr(store_module, "save_file", disk_full)
+    store.save(1, groups(1), {})  # returns at once
+    with pytest.raises(CheckpointSaveError, match="could not write checkpoint 1 .*No space left"):
+        store.save(2, groups(2), {})
+    store.save(3, groups(3), {})
+    with pytest.raises(CheckpointSaveError, match="checkpoint 3"):
+        store.close()
+    assert store.committed() == []
+
+
+def test_async_snapshot_is_taken_before_save_returns(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path, async_save=True)
+    tensors = groups(1)
+    expected = tensors["model"]["w"].clone()
+    store.save(1, tensors, {})
+    tensors["model"]["w"].add_(1.0)  # the training step changes weights while the writer runs
+    store.close()
+    assert torch.equal(store.load_latest().tensors["model"]["w"], expected)  # type: ignore[union-attr]
+
+
+def test_optimizer_state_round_trip() -> None:
+    param = torch.nn.Parameter(torch.randn(4))
+    opt = torch.optim.AdamW([param], lr=torch.tensor(0.1), betas=(0.8, 0.9))
+    param.grad = torch.ones(4)
+    opt.step()
+    skeleton, tensors = flatten(opt.state_dict(), prefix="optimizer")
+    assert set(tensors) == {
+        "optimizer.state.0.step",
+        "optimizer.state.0.exp_avg",
+        "optimizer.state.0.exp_avg_sq",
+        "optimizer.param_groups.0.lr",
+    }
+    restored = unflatten(json.loads(json.dumps(skeleton)), tensors)
+    fresh = torch.optim.AdamW([param], lr=0.5)
+    fresh.load_state_dict(restored)
+    assert torch.equal(fresh.state[param]["exp_avg"], opt.state[param]["exp_avg"])
+    assert fresh.param_groups[0]["betas"] == [0.8, 0.9]
+    with pytest.raises(TypeError, match="cannot store a object"):
+        flatten({"x": object()})
+
+
+CHILD = """
+import sys, torch
+from f5lite.train.store import CheckpointStore
+store = CheckpointStore(sys.argv[1], keep_last=2, async_save=True)
+last = store.load_latest()
+step = 0 if last is None else last.step  # a restarted run resumes
+print("ready", flush=True)
+while True:
+    step += 1
+    store.save(step, {"model": {"w": torch.full((256, 1024), float(step))}}, {"update": step})
+"""
+
+
+def test_sigkill_during_async_saves_never_leaves_a_partial_latest(tmp_path: Path) -> None:
+    rng = random.Random(0)
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    root = tmp_path / "ckpt"
+    last_step = 0
+    for trial in range(10):
+        child = subprocess.Popen([sys.executable, str(script), str(root)], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.6))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        latest = root / "latest"
+        if latest.exists():
+            pointed = root / latest.read_text().strip()
+            assert (pointed / "manifest.json").is_file(), f"trial {trial}: latest points at {pointed}"
+        ckpt = CheckpointStore(root).load_latest()  # a new writer: tidies *.tmp like a restarted run
+        if ckpt is not None:
+            assert torch.equal(ckpt.tensors["model"]["w"], torch.full((256, 1024), float(ckpt.step)))
+            last_step = max(last_step, ckpt.step)
+        assert not list(root.glob("*.tmp"))
+    assert last_step > 0
