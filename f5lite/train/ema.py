@@ -22,7 +22,13 @@ class EMA:
     """
 
     def __init__(
-        self, model: nn.Module, decay: float, update_every: int, update_after: int, device: torch.device | str
+        self,
+        model: nn.Module,
+        decay: float,
+        update_every: int,
+        update_after: int,
+        device: torch.device | str,
+        names: list[str] | None = None,
     ) -> None:
         """Copy the weights.
 
@@ -32,13 +38,15 @@ class EMA:
             update_every: average every N updates.
             update_after: copy instead of averaging for the first N updates.
             device: where the shadow weights live (`"cpu"` keeps them off the accelerator).
+            names: follow only these state-dict entries (LoRA: the trainable ones); None follows all.
         """
         self.decay = decay
         self.update_every = update_every
         self.update_after = update_after
         self.device = torch.device(device)
         self.step = 0
-        self.shadow = {k: self._own(v) for k, v in model.state_dict().items()}
+        wanted = None if names is None else set(names)
+        self.shadow = {k: self._own(v) for k, v in model.state_dict().items() if wanted is None or k in wanted}
 
     def _own(self, value: torch.Tensor) -> torch.Tensor:
         value = value.detach().to(self.device, copy=True)
@@ -87,8 +95,9 @@ class EMA:
     @torch.no_grad()
     def copy_from(self, model: nn.Module) -> None:
         """Set the shadow weights to the model's."""
-        for key, value in model.state_dict().items():
-            self.shadow[key].copy_(value.detach())
+        params = model.state_dict()
+        for key, value in self.shadow.items():
+            value.copy_(params[key].detach())
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The averaged weights, keyed like the model's state dict (float32)."""

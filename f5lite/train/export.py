@@ -26,6 +26,7 @@ from f5lite.models import build_backbone_from_config, load_backbone_weights, to_
 from f5lite.pretrained import EXPORT_DTYPES, save_pretrained
 from f5lite.text import Vocab, load_vocab
 from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, VOCAB_TOKENIZERS
+from f5lite.train.finetune import add_lora, init_from_pretrained, lora_scaling, merge_lora, peft_config
 from f5lite.train.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE
 from f5lite.train.store import CheckpointStore
 
@@ -82,7 +83,17 @@ def load_run_model(
         raise ValueError(f"{root} has no intact checkpoint")
     vocab, num_embeds = _run_vocab(root, cfg.data.tokenizer)
     backbone = build_backbone_from_config(cfg.model, num_embeds)
-    load_backbone_weights(backbone, ckpt.tensors["ema"])
+    if not cfg.finetune.lora.rank:
+        load_backbone_weights(backbone, ckpt.tensors["ema"])
+        return backbone.eval(), cfg, vocab, ckpt.step
+    # LoRA checkpoints hold the adapters only: rebuild the base from init.weights, then fold the averaged adapters in.
+    grown = init_from_pretrained(cfg, backbone, vocab)
+    adapted = build_backbone_from_config(cfg.model, num_embeds)
+    adapted.load_state_dict(backbone.state_dict())
+    add_lora(adapted, cfg.finetune.lora, train_text_table=grown > 0)
+    state = adapted.state_dict()
+    state.update(ckpt.tensors["ema"])
+    load_backbone_weights(backbone, merge_lora(state, lora_scaling(cfg.finetune.lora)))
     return backbone.eval(), cfg, vocab, ckpt.step
 
 
@@ -119,6 +130,9 @@ def export_run(
     if dtype not in EXPORT_DTYPES:
         raise ValueError(f"--dtype {dtype!r} is not valid; choose one of: {', '.join(EXPORT_DTYPES)}")
     root = Path(run_dir)
+    cfg = load_run_config(root)
+    if cfg.finetune.lora.rank and cfg.finetune.lora.export == "adapter":
+        return _export_adapter(root, cfg, Path(out), step)
     backbone, cfg, vocab, ckpt_step = load_run_model(root, step)
     out = Path(out)
     if fmt == "f5lite":
@@ -132,6 +146,22 @@ def export_run(
     save_file(to_f5tts_layout(weights, step=ckpt_step), tmp)
     os.replace(tmp, target)
     if vocab is not None:
+        shutil.copyfile(root / VOCAB_FILE, out / VOCAB_FILE)
+    return out
+
+
+def _export_adapter(root: Path, cfg: TrainConfig, out: Path, step: int | None) -> Path:
+    """The averaged LoRA adapters alone, in peft's file format, plus the vocab; the base stays `init.weights`."""
+    store = CheckpointStore(root / CHECKPOINTS, writer=False)
+    ckpt = store.load_latest() if step is None else store.load_step(step)
+    if ckpt is None:
+        raise ValueError(f"{root} has no intact checkpoint")
+    lora = cfg.finetune.lora
+    out.mkdir(parents=True, exist_ok=True)
+    adapters = {k.replace(".default", ""): v.contiguous() for k, v in ckpt.tensors["ema"].items()}
+    save_file(adapters, out / "adapter_model.safetensors", metadata={"base_weights": str(cfg.init.weights)})
+    peft_config(lora).save_pretrained(str(out))
+    if (root / VOCAB_FILE).is_file():
         shutil.copyfile(root / VOCAB_FILE, out / VOCAB_FILE)
     return out
 

@@ -40,6 +40,7 @@ from f5lite.models.cfm import CFM
 from f5lite.sampling import sample
 from f5lite.train.ema import EMA
 from f5lite.train.export import export_run
+from f5lite.train.finetune import add_lora, init_from_pretrained, lora_scaling, merge_lora
 from f5lite.train.loggers import MetricLogger, make_logger
 from f5lite.train.rundir import CHECKPOINTS, EXPORT, LOGS, copy_vocab, freeze_config, identity_hash
 from f5lite.train.schedule import lr_factor
@@ -105,9 +106,20 @@ class Trainer:
         self.identity = identity_hash(cfg)
 
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
-        self.backbone = build_backbone_from_config(cfg.model, self.data.encoder.num_embeds).to(self.device)
+        self.backbone = build_backbone_from_config(cfg.model, self.data.encoder.num_embeds)
+        grown = init_from_pretrained(cfg, self.backbone, self.data.encoder.vocab) if cfg.init.weights else 0
+        if self.main and grown:
+            log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", grown)
+        # LoRA: only the adapters (and a grown text table) train; they alone are checkpointed and averaged.
+        self.trainable: list[str] | None = None
+        if cfg.finetune.lora.rank:
+            self.trainable = add_lora(self.backbone, cfg.finetune.lora, train_text_table=grown > 0)
+        self.backbone.to(self.device)
         ema_device = torch.device("cpu") if cfg.ema.device == "cpu" else self.device
-        self.ema = EMA(self.backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device)
+        # A new EMA, also when starting from pretrained weights: its step starts at 0, so its decay warms up again.
+        self.ema = EMA(
+            self.backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device, self.trainable
+        )
         apply_ac(self.backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
         if cfg.perf.compile:
             apply_compile(
@@ -117,7 +129,7 @@ class Trainer:
                 memory_budget=cfg.perf.memory_budget if cfg.perf.memory_budget < 1.0 else None,
             )
         optimizer = torch.optim.AdamW(
-            self.backbone.parameters(),
+            [p for p in self.backbone.parameters() if p.requires_grad],
             lr=torch.tensor(cfg.optim.lr, device=self.device),
             betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
             weight_decay=cfg.optim.weight_decay,
@@ -149,7 +161,9 @@ class Trainer:
                 f"checkpoint {ckpt.path} was trained with another architecture, tokenizer or mel type; "
                 "give another run_dir to start a new run"
             )
-        self.backbone.load_state_dict(ckpt.tensors["model"])
+        self.backbone.load_state_dict(ckpt.tensors["model"], strict=self.trainable is None)
+        if self.trainable is not None and set(ckpt.tensors["model"]) != set(self.trainable):
+            raise ValueError(f"checkpoint {ckpt.path} does not hold this run's LoRA adapters")
         self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]))
         self.optimizer.load_state_dict(unflatten(meta["optimizer"], ckpt.tensors.get("optimizer", {})))
         self.data.sampler.load_state_dict(meta["sampler"])
@@ -175,7 +189,10 @@ class Trainer:
             "identity": self.identity,
             "torch": torch.__version__,
         }
-        tensors = {"model": self.backbone.state_dict(), "ema": self.ema.state_dict(), "optimizer": opt_tensors}
+        model = self.backbone.state_dict()
+        if self.trainable is not None:  # the frozen base comes back from init.weights
+            model = {k: model[k] for k in self.trainable}
+        tensors = {"model": model, "ema": self.ema.state_dict(), "optimizer": opt_tensors}
         self.store.save(self.update, tensors, meta)
 
     # ------------------------------------------------------------------------------------------------ steps
@@ -291,6 +308,14 @@ class Trainer:
             self.store.close()
             logger.close()
 
+    def ema_weights(self) -> dict[str, torch.Tensor]:
+        """The EMA weights as a plain backbone state dict (LoRA adapters folded into the frozen base)."""
+        if self.trainable is None:
+            return self.ema.state_dict()
+        state = {k: v.detach() for k, v in self.backbone.state_dict().items()}
+        state.update({k: v.to(state[k].device) for k, v in self.ema.state_dict().items()})
+        return merge_lora(state, lora_scaling(self.cfg.finetune.lora))
+
     @torch.no_grad()
     def _log_sample(self, logger: MetricLogger, batch: Batch) -> None:
         """Continue the first third of the batch's first utterance with the EMA weights; log mel and audio."""
@@ -300,7 +325,7 @@ class Trainer:
             self._sampler_model.eval()
             vocoder_source = None if cfg.sample.vocoder == "griffin_lim" else cfg.sample.vocoder_source
             self._vocoder = load_vocoder(cfg.sample.vocoder, vocoder_source, self.device)
-        self._sampler_model.load_state_dict(self.ema.state_dict())
+        self._sampler_model.load_state_dict(self.ema_weights())
         frames = int(batch.mel_lengths[0])
         ref = max(frames // 3, 1)
         mel = sample(
