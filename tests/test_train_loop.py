@@ -228,3 +228,16 @@ def test_run_dir_and_its_exports_synthesize_the_same_audio(tmp_path: Path) -> No
         wavs[name], rate = sf.read(out)
         assert rate == 24000 and len(wavs[name]) > 0
     assert (wavs["run"] == wavs["export"]).all() and (wavs["run"] == wavs["official"]).all()
+
+
+def test_bf16_autocast_keeps_fp32_weights_and_loss(tmp_path: Path) -> None:
+    trainer = make(tmp_path, "perf.precision=bf16")
+    batch = next(iter(trainer.data.loader))
+    seen = []
+    hook = trainer.backbone.proj_out.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    loss = trainer.train_update([batch])
+    hook.remove()
+    assert seen == [torch.bfloat16]  # the matmuls ran in bf16
+    assert loss.dtype == torch.float32 and torch.isfinite(loss)
+    assert all(p.dtype == torch.float32 for p in trainer.backbone.parameters())
+    assert trainer.applied.item() == 1

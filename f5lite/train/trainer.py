@@ -22,6 +22,7 @@ import logging
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models import apply_ac, apply_compile, build_backbone_from_config
 from f5lite.models.cfm import CFM
 from f5lite.sampling import sample
+from f5lite.text import Vocab
 from f5lite.train.ema import EMA
 from f5lite.train.export import export_run
 from f5lite.train.finetune import add_lora, init_from_pretrained, lora_scaling, merge_lora
@@ -65,6 +67,59 @@ class TrainingStopped(SystemExit):
 
 class BadUpdatesError(RuntimeError):
     """Too many updates in a row had a non-finite loss or gradient."""
+
+
+@dataclass
+class ModelSetup:
+    """A backbone ready to train: weights, adapters, EMA and optimizations applied, in the documented order."""
+
+    backbone: nn.Module
+    ema: EMA
+    trainable: list[str] | None
+    """Names of the trained parameters with LoRA (None: all)."""
+    grown: int
+    """Text-embedding rows added for tokens the pretrained vocab lacks."""
+
+
+def build_training_model(cfg: TrainConfig, num_embeds: int, vocab: Vocab | None, device: torch.device) -> ModelSetup:
+    """Steps 1-3 of the set-up order (see the module docstring); also used by `scripts/bench_train.py`.
+
+    Args:
+        cfg: the run's config.
+        num_embeds: the text vocabulary size.
+        vocab: the training vocab (None for bytes), for growing pretrained text tables.
+        device: where to train.
+    """
+    torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
+    backbone = build_backbone_from_config(cfg.model, num_embeds)
+    grown = init_from_pretrained(cfg, backbone, vocab) if cfg.init.weights else 0
+    # LoRA: only the adapters (and a grown text table) train; they alone are checkpointed and averaged.
+    trainable = add_lora(backbone, cfg.finetune.lora, train_text_table=grown > 0) if cfg.finetune.lora.rank else None
+    backbone.to(device)
+    ema_device = torch.device("cpu") if cfg.ema.device == "cpu" else device
+    # A new EMA, also when starting from pretrained weights: its step starts at 0, so its decay warms up again.
+    ema = EMA(backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device, trainable)
+    apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
+    if cfg.perf.compile:
+        apply_compile(
+            backbone,
+            mode=cfg.perf.compile_mode,
+            dynamic=cfg.perf.compile_dynamic,
+            memory_budget=cfg.perf.memory_budget if cfg.perf.memory_budget < 1.0 else None,
+        )
+    return ModelSetup(backbone, ema, trainable, grown)
+
+
+def make_optimizer(cfg: TrainConfig, backbone: nn.Module, device: torch.device) -> torch.optim.Optimizer:
+    """Fused AdamW over the trainable parameters; the learning rate is a device tensor set every update."""
+    return torch.optim.AdamW(
+        [p for p in backbone.parameters() if p.requires_grad],
+        lr=torch.tensor(cfg.optim.lr, device=device),
+        betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
+        weight_decay=cfg.optim.weight_decay,
+        eps=cfg.optim.eps,
+        fused=True,
+    )
 
 
 class Trainer:
@@ -105,37 +160,11 @@ class Trainer:
         self.acc.wait_for_everyone()
         self.identity = identity_hash(cfg)
 
-        torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
-        self.backbone = build_backbone_from_config(cfg.model, self.data.encoder.num_embeds)
-        grown = init_from_pretrained(cfg, self.backbone, self.data.encoder.vocab) if cfg.init.weights else 0
-        if self.main and grown:
-            log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", grown)
-        # LoRA: only the adapters (and a grown text table) train; they alone are checkpointed and averaged.
-        self.trainable: list[str] | None = None
-        if cfg.finetune.lora.rank:
-            self.trainable = add_lora(self.backbone, cfg.finetune.lora, train_text_table=grown > 0)
-        self.backbone.to(self.device)
-        ema_device = torch.device("cpu") if cfg.ema.device == "cpu" else self.device
-        # A new EMA, also when starting from pretrained weights: its step starts at 0, so its decay warms up again.
-        self.ema = EMA(
-            self.backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device, self.trainable
-        )
-        apply_ac(self.backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
-        if cfg.perf.compile:
-            apply_compile(
-                self.backbone,
-                mode=cfg.perf.compile_mode,
-                dynamic=cfg.perf.compile_dynamic,
-                memory_budget=cfg.perf.memory_budget if cfg.perf.memory_budget < 1.0 else None,
-            )
-        optimizer = torch.optim.AdamW(
-            [p for p in self.backbone.parameters() if p.requires_grad],
-            lr=torch.tensor(cfg.optim.lr, device=self.device),
-            betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
-            weight_decay=cfg.optim.weight_decay,
-            eps=cfg.optim.eps,
-            fused=True,
-        )
+        setup = build_training_model(cfg, self.data.encoder.num_embeds, self.data.encoder.vocab, self.device)
+        if self.main and setup.grown:
+            log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", setup.grown)
+        self.backbone, self.trainable, self.ema = setup.backbone, setup.trainable, setup.ema
+        optimizer = make_optimizer(cfg, self.backbone, self.device)
         self.model, self.optimizer = self.acc.prepare(CFM(self.backbone), optimizer)
 
         self.update = 0

@@ -1,0 +1,241 @@
+"""Training-step benchmark on a fixed synthetic batch: step time, real frames/s, peak memory, phase split, MFU.
+
+The batch is given by its mel and text lengths, so any implementation can run the very same batch:
+
+    python scripts/bench_train.py --preset mid --mel-lengths 300,340,370,400 --text-lengths 72,80,85,90 \
+        perf.precision=no perf.ac.mode=full
+
+The model and every optimization come from a recipe plus `key=value` overrides, and go through the trainer's own
+set-up code (`build_training_model`, `make_optimizer`, `CFM`), so what is measured is what training runs. One JSON
+line is printed. Peak memory is CUDA's max allocated on a GPU and the process's peak RSS on a CPU (run one
+configuration per process for a clean figure; `scripts/ablate.py` does). MFU divides the analytic model FLOPs
+(`f5lite.bench.training_flops`, valid frames, no recompute) by the GPU's dense bf16 peak, or on a CPU by a measured
+GEMM rate (nameplate peaks mean little on a VM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from f5lite.bench import PEAK_FLOPS, model_flops_utilization, training_flops
+from f5lite.config import compose_config
+from f5lite.models.cfm import CFM
+from f5lite.train.store import CheckpointStore
+from f5lite.train.trainer import build_training_model, make_optimizer
+from f5lite.train.tree import flatten
+
+PRESETS = {
+    "tiny": ["model.dim=64", "model.depth=2", "model.heads=4", "model.dim_head=16", "model.text_dim=32"],
+    # The mid-size DiT of the issue's CPU target (F5-TTS's numbers were measured on it).
+    "mid": ["model.dim=512", "model.depth=8", "model.heads=8", "model.text_dim=256"],
+    "base": [],
+}
+VOCAB = 2545  # F5-TTS v1 Base's vocab.txt
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} needs positive integers")
+    return values
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options (unknown `key=value` words are config overrides)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipe", default="dit_base", help="recipe giving the architecture (default dit_base)")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size over the recipe")
+    parser.add_argument("--mel-lengths", type=_ints, default=[300, 340, 370, 400])
+    parser.add_argument("--text-lengths", type=_ints, default=[72, 80, 85, 90])
+    parser.add_argument("--steps", type=int, default=5, help="timed steps")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--ckpt", choices=["none", "sync", "async"], default="none", help="also time saves")
+    parser.add_argument("--label", default="", help="name of this configuration in the output")
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. perf.compile=true")
+    args = parser.parse_args(argv)
+    if len(args.mel_lengths) != len(args.text_lengths):
+        parser.error("--mel-lengths and --text-lengths need the same number of items")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device here")
+    return args
+
+
+def synthetic_batch(
+    mel_lengths: list[int], text_lengths: list[int], device: torch.device, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`(mel [b, n, 100] zero-padded, text ids [b, nt] padded with -1, lens [b])`, reproducible."""
+    g = torch.Generator().manual_seed(seed)
+    n, nt = max(mel_lengths), max(text_lengths)
+    mel = torch.zeros(len(mel_lengths), n, 100)
+    text = torch.full((len(text_lengths), nt), -1, dtype=torch.long)
+    for i, (frames, tokens) in enumerate(zip(mel_lengths, text_lengths, strict=True)):
+        mel[i, :frames] = torch.randn(frames, 100, generator=g) * 2 - 5  # roughly log-mel values
+        text[i, :tokens] = torch.randint(0, VOCAB, (tokens,), generator=g)
+    return mel.to(device), text.to(device), torch.tensor(mel_lengths, device=device)
+
+
+def measured_peak(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
+    """Peak FLOP/s: the GPU's dense table value, or a measured 2048^2 GEMM rate on a CPU."""
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        for key, peak in PEAK_FLOPS.items():
+            if key.replace(" ", "").lower() in name.replace(" ", "").lower():
+                return peak, f"{name} (table, dense bf16)"
+        return float("nan"), f"{name} (no peak in the table)"
+    a, b = torch.randn(2048, 2048, dtype=dtype), torch.randn(2048, 2048, dtype=dtype)
+    for _ in range(2):
+        a @ b
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return 2 * 2048**3 / statistics.median(times), f"measured {dtype} GEMM 2048^2"
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    """Build, warm up, time the steps and return the result record."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    overrides = [f"+recipe={args.recipe}", *PRESETS[args.preset], *args.overrides]
+    cfg = compose_config(overrides)
+    setup = build_training_model(cfg, VOCAB, None, device)
+    backbone, ema = setup.backbone, setup.ema
+    optimizer = make_optimizer(cfg, backbone, device)
+    model = CFM(backbone).train()
+    mel, text, lens = synthetic_batch(args.mel_lengths, args.text_lengths, device)
+    bf16 = cfg.perf.precision == "bf16"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    if cfg.perf.precision == "fp16":
+        raise SystemExit("bench_train.py: perf.precision=fp16 is not benchmarked (use no or bf16)")
+
+    def step(i: int, phases: list[float] | None) -> None:
+        generator = torch.Generator(device=device).manual_seed(i)
+        _sync(device)
+        t0 = time.perf_counter()
+        with autocast:
+            loss = model(mel, text, lens, generator=generator)
+        _sync(device)
+        t1 = time.perf_counter()
+        loss.backward()
+        _sync(device)
+        t2 = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(backbone.parameters(), cfg.optim.max_grad_norm or float("inf"))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        ema.update(backbone)
+        _sync(device)
+        t3 = time.perf_counter()
+        if phases is not None:
+            phases.extend([t1 - t0, t2 - t1, t3 - t2, t3 - t0])
+
+    for i in range(args.warmup):
+        step(i, None)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    records: list[list[float]] = []
+    for i in range(args.steps):
+        phases: list[float] = []
+        step(args.warmup + i, phases)
+        records.append(phases)
+    fwd, bwd, opt, total = (statistics.median(r[k] for r in records) for k in range(4))
+    frames = sum(args.mel_lengths)
+
+    saved = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal saved
+        saved += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
+        model(mel, text, lens, generator=torch.Generator(device=device).manual_seed(0))
+    optimizer.zero_grad(set_to_none=True)
+
+    if device.type == "cuda":
+        peak_mem = torch.cuda.max_memory_allocated(device)
+    else:  # ru_maxrss is in KiB on Linux
+        peak_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    flops = training_flops(backbone, args.mel_lengths, args.text_lengths)
+    peak, peak_source = measured_peak(device, torch.bfloat16 if bf16 else torch.float32)
+    result: dict[str, object] = {
+        "label": args.label or " ".join(args.overrides) or "baseline",
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "overrides": overrides,
+        "mel_lengths": args.mel_lengths,
+        "text_lengths": args.text_lengths,
+        "params": sum(p.numel() for p in backbone.parameters()),
+        "step_s": total,
+        "forward_s": fwd,
+        "backward_s": bwd,
+        "optimizer_s": opt,
+        "frames_per_s": frames / total,
+        "peak_memory_bytes": peak_mem,
+        "saved_for_backward_bytes": saved,
+        "model_flops_per_step": flops,
+        "peak_flops": peak,
+        "peak_source": peak_source,
+        "mfu": model_flops_utilization(flops, total, peak),
+    }
+    if args.ckpt != "none":
+        result |= checkpoint_stall(backbone, optimizer, ema.state_dict(), async_save=args.ckpt == "async")
+    return result
+
+
+def checkpoint_stall(
+    backbone: torch.nn.Module, optimizer: torch.optim.Optimizer, ema: dict[str, torch.Tensor], async_save: bool
+) -> dict[str, object]:
+    """How long a save blocks the training loop (median of 3), and how long until it is on disk."""
+    stalls, totals = [], []
+    with tempfile.TemporaryDirectory() as root:
+        store = CheckpointStore(Path(root), keep_last=1, async_save=async_save)
+        for i in range(3):
+            skeleton, opt_tensors = flatten(optimizer.state_dict(), prefix="optimizer")
+            start = time.perf_counter()
+            store.save(i + 1, {"model": backbone.state_dict(), "ema": ema, "optimizer": opt_tensors}, {"o": skeleton})
+            stalls.append(time.perf_counter() - start)
+            store.wait()
+            totals.append(time.perf_counter() - start)
+        store.close()
+    return {"ckpt": "async" if async_save else "sync", "ckpt_stall_s": statistics.median(stalls),
+            "ckpt_write_s": statistics.median(totals)}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one configuration and print its JSON line."""
+    args = parse_args(argv)
+    try:
+        result = run(args)
+    except ValueError as err:
+        print(f"bench_train.py: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
