@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from accelerate.state import AcceleratorState
 
 ASSETS = Path(__file__).parent / "assets"
 
@@ -18,6 +20,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(autouse=True)
+def isolate_process_state() -> Iterator[None]:
+    """Undo process-wide settings a test may change, so that no result depends on the order tests run in.
+
+    `AcceleratorState` is a singleton that keeps the first `mixed_precision` it was given (a bf16 `Trainer` after an
+    fp32 one would fail), and the torch thread count changes float reduction order (a benchmark run with
+    `--threads 1` would make a later same-seed comparison with a subprocess differ in the last bits).
+    """
+    threads = torch.get_num_threads()
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

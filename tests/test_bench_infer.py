@@ -1,0 +1,128 @@
+"""scripts/bench_infer.py: quick run on a tiny DiT (call counts, JSON fields, report files), argument errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_infer.py"
+# Backbone calls of the four settings: 32 uniform, 16, 7 EPSS, 7 EPSS with one zero-init step.
+EXPECTED_CALLS = {"32 uniform": 32, "16": 16, "7 EPSS": 7, "7 EPSS + CFG-Zero*": 6}
+ROW_KEYS = {
+    "setting",
+    "steps",
+    "schedule",
+    "cfg_zero_init_steps",
+    "cfg_zero_star",
+    "batch",
+    "backbone_calls",
+    "backbone_batch",
+    "sample_s",
+    "vocoder_s",
+    "total_s",
+    "rtf",
+    "rtf_with_vocoder",
+    "sample_s_runs",
+    "vocoder_s_runs",
+}
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_infer", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_infer"] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["bench_infer"]
+
+
+def test_quick_run_counts_backbone_calls_and_writes_reports(bench, tmp_path, capsys):
+    argv = ["--quick", "--seconds", "0.5", "--ref-seconds", "0.25", "--batches", "1,2", "--warmup", "0"]
+    assert bench.main([*argv, "--threads", "1", "--out-dir", str(tmp_path)]) == 0
+
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(row["batch"], row["setting"]) for row in rows] == [(b, name) for b in (1, 2) for name in EXPECTED_CALLS]
+    report = json.loads((tmp_path / "infer_cpu_quick.json").read_text())
+    assert report["results"] == rows
+    audio_s = report["audio_seconds"]
+    assert report["frames"] == {"reference": 23, "generated": 47}
+    assert audio_s == pytest.approx(47 * 256 / 24000)
+    for row in rows:
+        assert set(row) == ROW_KEYS
+        assert row["backbone_calls"] == EXPECTED_CALLS[row["setting"]]
+        assert row["backbone_batch"] == [2 * row["batch"]]  # CFG: conditional and unconditional in one call
+        assert len(row["sample_s_runs"]) == len(row["vocoder_s_runs"]) == 1
+        assert row["sample_s"] > 0 and row["vocoder_s"] > 0
+        assert row["total_s"] == pytest.approx(row["sample_s"] + row["vocoder_s"], abs=2e-6)
+        per_audio = row["batch"] * audio_s
+        assert row["rtf"] == pytest.approx(row["sample_s"] / per_audio, rel=1e-3, abs=1e-5)
+        assert row["rtf_with_vocoder"] == pytest.approx(row["total_s"] / per_audio, rel=1e-3, abs=1e-5)
+    machine = report["machine"]
+    assert machine["torch_threads"] == 1 and machine["cpu"] and machine["torch"]
+    assert report["model"]["dim"] == 64 and report["f5tts_comparison"] is None  # a tiny model: no comparison
+
+    table = [line for line in (tmp_path / "infer_cpu_quick.md").read_text().splitlines() if line.startswith("| ")]
+    assert len(table) == 2 + len(rows)
+    assert table[-1].startswith("| 7 EPSS + CFG-Zero* | 2 | 6 x 4 |")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--batches", "1,x"], "--batches '1,x' is not valid"),
+        (["--batches", "0,8"], "--batches must be at least 1, got 0"),
+        (["--repeats", "0"], "--repeats must be at least 1"),
+        (["--seconds", "0"], "--seconds must be > 0"),
+        (["--dtype", "fp8"], "argument --dtype: invalid choice"),
+        (["--device", "tpu"], "device='tpu' is not valid"),
+        (["--ref-seconds", "inf"], "--ref-seconds >= 0"),
+        (["depth"], "override 'depth' is not valid; write key=value"),
+        (["no_such_option=3"], "cannot build dit"),
+        (["--quick", "--recipe", "dit_base"], "leave out --recipe"),
+        (["--recipe", "no_such_recipe"], "no_such_recipe"),
+    ],
+)
+def test_bad_arguments_stop_with_one_line(bench, capsys, argv, message):
+    with pytest.raises(SystemExit) as exc:
+        bench.parse_args(argv)
+    assert exc.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("bench_infer.py: error: ") and message in error
+
+
+def test_recipe_model_section_with_overrides(bench):
+    name, kwargs = bench.model_spec("debug_tiny", False, ["depth=3", "qk_norm=rms_norm", "text_mask_padding=false"])
+    assert name == "dit"
+    assert (kwargs["dim"], kwargs["depth"], kwargs["text_dim"]) == (64, 3, 32)
+    assert kwargs["qk_norm"] == "rms_norm" and kwargs["text_mask_padding"] is False
+    assert kwargs["text_num_embeds"] == bench.TEXT_NUM_EMBEDS  # the recipe leaves it to a vocab.txt
+
+
+def _report(bench, seconds: float, **changes) -> dict:
+    model = {"backbone": "dit", **bench.MID_DIT, "parameters": 1}
+    report = {"device": "cpu", "quick": False, "model": model, "dtype": "fp32", "ref_seconds": 2.0053}
+    rows = [{"setting": name, "batch": 1, "sample_s": seconds} for name in EXPECTED_CALLS]
+    rows.append({"setting": "7 EPSS + CFG-Zero*", "batch": 8, "sample_s": 0.1})
+    return {**report, "audio_seconds": 5.0027, "results": rows, **changes}
+
+
+def test_f5tts_comparison_only_for_the_issue_model_at_batch_1_and_5_seconds(bench):
+    met = bench.f5tts_comparison(_report(bench, 2.2))
+    assert met["ratio_7_epss_cfg_zero_to_f5tts_7_epss"] == pytest.approx(2.2 / 2.6, abs=1e-3)
+    assert met["target_met"] is True and met["basis"].startswith("5 s generated after 2.01 s")
+    assert met["f5lite_s"] == {"32 uniform": 2.2, "7 EPSS": 2.2, "7 EPSS + CFG-Zero*": 2.2}
+    assert bench.f5tts_comparison(_report(bench, 2.3))["target_met"] is False  # 0.885x
+    in_all = bench.f5tts_comparison(_report(bench, 2.2, audio_seconds=2.9973, dtype="bf16"))
+    assert in_all["basis"].startswith("5 s in all") and in_all["dtype"] == "bf16"
+    assert bench.f5tts_comparison(_report(bench, 2.2, audio_seconds=2.0)) is None
+    assert bench.f5tts_comparison(_report(bench, 2.2, device="cuda")) is None
+    assert bench.f5tts_comparison(_report(bench, 2.2, quick=True)) is None
+    other_model = {"backbone": "dit", **bench.MID_DIT, "depth": 4, "parameters": 1}
+    assert bench.f5tts_comparison(_report(bench, 2.2, model=other_model)) is None
