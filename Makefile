@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-gpu demo lint fmt typecheck wheel-check clean
+.PHONY: help install test test-slow test-gpu demo bench lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,13 @@ demo: $(STAMP) ## Train the demo recipe on the shipped demo data (CPU, a few min
 		text="A small model trained on a laptop in a few minutes." \
 		output=$(DEMO_DIR)/sample.wav sample.vocoder=griffin_lim seed=0
 	@echo "wrote $(DEMO_DIR)/sample.wav"
+
+BENCH_OUT ?= scripts/results
+BENCH_ROUNDS ?= 1
+bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation and sampling speed of the mid DiT
+	$(BIN)/python scripts/ablate.py --preset mid --threads 2 --steps 3 --warmup 1 --rounds $(BENCH_ROUNDS) \
+		--out-dir $(BENCH_OUT)
+	$(BIN)/python scripts/bench_infer.py --threads 2 --batches 1 --repeats 1 --out-dir $(BENCH_OUT)
 
 lint: $(STAMP) ## Check formatting and lint rules with ruff
 	$(BIN)/ruff format --check .

@@ -10,7 +10,7 @@ composition, recipes), `f5lite.audio` (audio I/O, log-mels, vocoders), `f5lite.t
 from f5lite.audio import load_audio, load_vocoder, log_mel, save_audio
 from f5lite.config import TrainConfig, compose_config
 from f5lite.infer import Synthesizer
-from f5lite.models import apply_ac, apply_compile, build_backbone, load_f5tts_state_dict
+from f5lite.models import apply_ac, apply_compile, apply_inference_compile, build_backbone, load_f5tts_state_dict
 from f5lite.models.cfm import flow_loss
 from f5lite.pretrained import load_pretrained, save_pretrained
 from f5lite.sampling import sample
@@ -27,6 +27,7 @@ __all__ = [
     "__version__",
     "apply_ac",
     "apply_compile",
+    "apply_inference_compile",
     "build_backbone",
     "compose_config",
     "flow_loss",

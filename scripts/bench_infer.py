@@ -49,7 +49,7 @@ import f5lite
 from f5lite.audio.constants import HOP_LENGTH, N_MELS, SAMPLE_RATE
 from f5lite.audio.vocoder import VocosVocoder
 from f5lite.infer.loading import resolve_device
-from f5lite.models import backbone_kwargs
+from f5lite.models import apply_inference_compile, backbone_kwargs
 from f5lite.pretrained import EXPORT_DTYPES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -142,6 +142,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu", help="auto, cpu, cuda or cuda:N (default cpu)")
     parser.add_argument("--dtype", default="fp32", choices=tuple(EXPORT_DTYPES), help="backbone weights' dtype")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
+    parser.add_argument("--compile", action="store_true", help="apply_inference_compile (compiled in the warm-up)")
     parser.add_argument("--seconds", type=float, default=5.0, help="generated audio per utterance (default 5)")
     parser.add_argument("--ref-seconds", type=float, default=2.0, help="reference audio per utterance (default 2)")
     parser.add_argument("--batches", default="1,8", help="comma-separated batch sizes (default 1,8)")
@@ -302,6 +303,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     device: torch.device = args.device
     machine = machine_info(device)
     backbone = build_model(args.model_name, args.model_kwargs, args.seed, device, args.dtype)
+    if args.compile:
+        apply_inference_compile(backbone)
     vocoder = VocosVocoder.from_config(args.vocos_config).to(device)
     ref_frames = round(args.ref_seconds * FRAMES_PER_SECOND)
     gen_frames = max(2, round(args.seconds * FRAMES_PER_SECOND))  # a Vocos mel needs 2 frames
@@ -361,6 +364,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "recipe": args.recipe,
         "quick": args.quick,
         "dtype": args.dtype,
+        "compile": args.compile,
         "ref_seconds": ref_frames / FRAMES_PER_SECOND,
         "audio_seconds": audio_seconds,
         "frames": {"reference": ref_frames, "generated": gen_frames},
@@ -398,6 +402,7 @@ def f5tts_comparison(report: dict[str, Any]) -> dict[str, Any] | None:
     return {
         "basis": basis,
         "dtype": report["dtype"],
+        "compile": report.get("compile", False),
         "f5tts_s": F5TTS_CPU_SECONDS,
         "f5lite_s": {name: ours[name] for name in (*F5TTS_CPU_SECONDS, "7 EPSS + CFG-Zero*")},
         "ratio_7_epss_cfg_zero_to_f5tts_7_epss": round(ratio, 3),
@@ -418,6 +423,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"{machine['load_avg_1_5_15_before']} before, {machine['load_avg_1_5_15_after']} after.",
         f"Model: {model['backbone']} dim {model['dim']}, depth {model['depth']}, heads {model['heads']} "
         f"({model['parameters'] / 1e6:.1f}M parameters, random weights), {report['dtype']}"
+        + (", compiled (apply_inference_compile)" if report.get("compile") else "")
         + (f", recipe {report['recipe']}" if report["recipe"] else "")
         + ".",
         f"Per utterance: {report['ref_seconds']:.2f} s reference + {report['audio_seconds']:.2f} s generated "
@@ -443,7 +449,8 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             f"F5-TTS 1.1.20 on this model and machine (issue 8, fp32, 5 s of audio): "
             f"{comparison['f5tts_s']['32 uniform']} s at 32 steps, {comparison['f5tts_s']['7 EPSS']} s at 7 EPSS "
-            f"steps (sampling only). f5lite here ({comparison['basis']}; {comparison['dtype']}; batch 1): "
+            f"steps (sampling only). f5lite here ({comparison['basis']}; {comparison['dtype']}"
+            f"{', compiled' if comparison.get('compile') else ''}; batch 1): "
             f"{comparison['f5lite_s']['32 uniform']:.2f} s and {comparison['f5lite_s']['7 EPSS']:.2f} s; "
             f"7 EPSS + CFG-Zero* {comparison['f5lite_s']['7 EPSS + CFG-Zero*']:.2f} s, "
             f"{comparison['ratio_7_epss_cfg_zero_to_f5tts_7_epss']:.2f}x F5-TTS's 7 EPSS "

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from f5lite import build_backbone
 from f5lite.config import compose_config
 from f5lite.data import PrepareOptions, prepare
 from f5lite.infer.cli import main as infer
@@ -72,9 +74,27 @@ def test_new_rows_have_the_trained_rows_statistics() -> None:
     torch.testing.assert_close(grown[2000:].std(0), trained[1:].std(0), atol=0.0, rtol=0.05)
 
 
-def test_mismatched_architecture_names_the_dimension(data_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"another architecture than the config: model.depth: checkpoint 4, config 3"):
-        Trainer(compose_config([*overrides(data_dir, tmp_path / "run"), "model.depth=3"]))
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("model.depth=3", "model.depth: checkpoint 4, config 3"),
+        ("model.ff_mult=4", "model.ff_mult: checkpoint 2.0, config 4.0"),
+        ("model.heads=2", "model.heads x dim_head: checkpoint 64, config 32"),
+        ("model.qk_norm=rms_norm", "model.qk_norm: checkpoint none, config set"),
+        ("model.long_skip_connection=true", "model.long_skip_connection: checkpoint False, config True"),
+    ],
+)
+def test_mismatched_architecture_names_the_dimension(data_dir: Path, tmp_path: Path, change: str, message: str) -> None:
+    with pytest.raises(ValueError, match=r"another architecture than the config: .*" + re.escape(message)):
+        Trainer(compose_config([*overrides(data_dir, tmp_path / "run"), change]))
+
+
+def test_unett_architecture_reveals_ff_mult_and_width() -> None:
+    from f5lite.train.finetune import architecture_of
+
+    unett = build_backbone("unett", dim=64, depth=4, heads=4, dim_head=16, ff_mult=3, text_num_embeds=10, text_dim=32)
+    arch = architecture_of(unett.state_dict())
+    assert (arch["depth"], arch["ff_mult"], arch["heads x dim_head"]) == (4, 3.0, 64)
 
 
 def test_data_vocab_must_extend_the_pretrained(data_dir: Path, tmp_path: Path) -> None:
@@ -86,7 +106,8 @@ def test_data_vocab_must_extend_the_pretrained(data_dir: Path, tmp_path: Path) -
 
 def test_lora_trains_adapters_only_resumes_and_merges(data_dir: Path, tmp_path: Path) -> None:
     run = tmp_path / "lora"
-    args = [*overrides(data_dir, run, "finetune.lora.rank=2", "optim.max_updates=4", "optim.lr=1e-2")]
+    lora = ["finetune.lora.rank=2", "finetune.lora.alpha=3"]  # scaling alpha / rank = 1.5
+    args = [*overrides(data_dir, run, *lora, "optim.max_updates=4", "optim.lr=1e-2")]
     trainer = Trainer(compose_config(args))
     base = {k: v.clone() for k, v in trainer.backbone.state_dict().items() if "lora_" not in k}
     trainable = {n: p for n, p in trainer.backbone.named_parameters() if p.requires_grad}
@@ -108,13 +129,13 @@ def test_lora_trains_adapters_only_resumes_and_merges(data_dir: Path, tmp_path: 
     exported = load_file(run / "export" / "model.safetensors")
     ema = load_file(run / "checkpoints" / "step-00000004" / "ema.safetensors")
     state = {**after, **ema}
-    merged = merge_lora(state, scaling=1.0)
+    merged = merge_lora(state, scaling=1.5)
     key = "transformer_blocks.1.attn.to_q.weight"
     a, b = (
         ema["transformer_blocks.1.attn.to_q.lora_A.default.weight"],
         ema["transformer_blocks.1.attn.to_q.lora_B.default.weight"],
     )
-    expected = base["transformer_blocks.1.attn.to_q.base_layer.weight"] + b @ a
+    expected = base["transformer_blocks.1.attn.to_q.base_layer.weight"] + 1.5 * (b @ a)
     torch.testing.assert_close(exported[PREFIX + key], expected, atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(merged[key], expected, atol=1e-6, rtol=1e-6)
     assert not any("lora" in k for k in exported)

@@ -91,12 +91,14 @@ def test_contract_keys_and_free_text_reach_the_config(files, tmp_path):
             "sample.cfg_zero_init_steps=1",
             "sample.cfg_zero_star=true",
             "dtype=bf16",
+            "compile=true",
         ]
     )
     assert cfg.text == text and cfg.model == str(files["export"]) and cfg.sample.seed == 1
     assert (cfg.sample.vocoder, cfg.sample.vocoder_source) == ("vocos", "/some/dir")
     assert (cfg.sample.steps, cfg.sample.cfg_strength, cfg.sample.cfg_zero_init_steps) == (7, 1.5, 1)
-    assert cfg.sample.cfg_zero_star and cfg.device == "cpu" and cfg.dtype == "bf16"
+    assert cfg.sample.cfg_zero_star and cfg.device == "cpu" and cfg.dtype == "bf16" and cfg.compile
+    assert not compose_infer_config(base_args(files, tmp_path / "o.wav")).compile
 
 
 def test_help_lists_the_contract(capsys):

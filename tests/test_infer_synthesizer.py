@@ -29,6 +29,15 @@ def synth(files) -> f5lite.Synthesizer:
     return f5lite.Synthesizer.from_pretrained(files["export"], vocoder=vocoder, device="cpu")
 
 
+def test_compile_option_compiles_the_loaded_backbone(files, monkeypatch):
+    compiled = []
+    monkeypatch.setattr(synthesizer_module, "apply_inference_compile", compiled.append)
+    synth = f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffinlim", device="cpu", compile=True)
+    assert compiled == [synth.backbone]
+    f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffinlim", device="cpu")
+    assert len(compiled) == 1  # off by default
+
+
 def test_synthesize_returns_audio_of_the_estimated_duration(synth, files):
     wave, rate = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, steps=2, seed=0)
     assert rate == 24000 and wave.dtype == torch.float32 and wave.dim() == 1 and wave.device.type == "cpu"

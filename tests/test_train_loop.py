@@ -30,9 +30,8 @@ def final_state(run: Path, step: int) -> dict[str, dict[str, torch.Tensor]]:
     return {g: load_file(root / f"{g}.safetensors") for g in ("model", "ema", "optimizer")}
 
 
-def test_loss_decreases_on_demo_data(tmp_path: Path) -> None:
-    trainer = make(tmp_path, "optim.max_updates=40", "optim.lr=2e-3")
-    losses = []
+def recording(trainer: Trainer, losses: list[float]) -> Trainer:
+    """Make `trainer` append every update's loss to `losses`."""
     original = trainer.train_update
 
     def record(batches: list) -> torch.Tensor:
@@ -41,7 +40,12 @@ def test_loss_decreases_on_demo_data(tmp_path: Path) -> None:
         return loss
 
     trainer.train_update = record  # type: ignore[method-assign]
-    trainer.fit()
+    return trainer
+
+
+def test_loss_decreases_on_demo_data(tmp_path: Path) -> None:
+    losses: list[float] = []
+    recording(make(tmp_path, "optim.max_updates=40", "optim.lr=2e-3"), losses).fit()
     first, last = sum(losses[:8]) / 8, sum(losses[-8:]) / 8
     assert last < 0.8 * first, (first, last)
     assert (tmp_path / "run" / "export" / "model.safetensors").is_file()
@@ -49,11 +53,14 @@ def test_loss_decreases_on_demo_data(tmp_path: Path) -> None:
 
 def test_resume_is_bit_exact(tmp_path: Path) -> None:
     extra = ("optim.max_updates=8", "model.dropout=0.1", "optim.grad_accum=2")
-    make(tmp_path, *extra, name="straight").fit()
-    make(tmp_path, *extra, name="staged").fit(until=3)
+    straight: list[float] = []
+    staged: list[float] = []
+    recording(make(tmp_path, *extra, name="straight"), straight).fit()
+    recording(make(tmp_path, *extra, name="staged"), staged).fit(until=3)
     resumed = make(tmp_path, *extra, name="staged")
     assert resumed.update == 3
-    resumed.fit()
+    recording(resumed, staged).fit()
+    assert len(straight) == 8 and staged == straight  # the same losses, bit for bit
     a, b = final_state(tmp_path / "straight", 8), final_state(tmp_path / "staged", 8)
     for group in a:
         assert a[group].keys() == b[group].keys()
@@ -81,6 +88,25 @@ def test_too_many_bad_updates_stop_the_run(tmp_path: Path) -> None:
     trainer = make(tmp_path, "optim.max_updates=10", "optim.max_bad_updates=2", "optim.lr=1e30")
     with pytest.raises(trainer_module.BadUpdatesError, match="updates in a row had a non-finite"):
         trainer.fit()
+
+
+def test_a_bad_run_ended_between_log_checks_still_stops(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Updates 1 and 2 are bad, 3 and 4 good; the only check is after update 4.
+    trainer = make(tmp_path, "optim.max_updates=8", "optim.max_bad_updates=2", "logger.every=4")
+    original = trainer.train_update
+
+    def poisoned(batches: list) -> torch.Tensor:
+        if trainer.update < 2:
+            batches[0].mel[0, 0, 0] = float("nan")
+        return original(batches)
+
+    trainer.train_update = poisoned  # type: ignore[method-assign]
+    with caplog.at_level("WARNING"), pytest.raises(trainer_module.BadUpdatesError, match="^2 updates in a row"):
+        trainer.fit()
+    assert trainer.update == 4 and trainer.bad_streak.item() == 0 and trainer.bad_total.item() == 2
+    skipped = [r.getMessage() for r in caplog.records if "skipped: non-finite" in r.getMessage()]
+    assert [m.split(" skipped")[0] for m in skipped] == ["update 1", "update 2"]
+    assert all(".ogg" in m or ".wav" in m or ".flac" in m for m in skipped)  # the batch's files are named
 
 
 @pytest.mark.parametrize("mode", ["full", "selective"])
@@ -241,3 +267,22 @@ def test_bf16_autocast_keeps_fp32_weights_and_loss(tmp_path: Path) -> None:
     assert loss.dtype == torch.float32 and torch.isfinite(loss)
     assert all(p.dtype == torch.float32 for p in trainer.backbone.parameters())
     assert trainer.applied.item() == 1
+
+
+def test_export_of_an_earlier_step_in_bf16(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from f5lite.train.export import main as export
+
+    run = tmp_path / "run"
+    make(tmp_path, "optim.max_updates=4", "ckpt.every=2", "ckpt.keep_last=3").fit()
+    capsys.readouterr()  # the training's progress bar
+    out = tmp_path / "step2"
+    assert export([str(run), "--out", str(out), "--step", "2", "--dtype", "bf16"]) == 0
+    weights = load_file(out / "model.safetensors")
+    ema = load_file(run / "checkpoints" / "step-00000002" / "ema.safetensors")
+    assert weights["transformer.proj_out.weight"].dtype == torch.bfloat16  # (buffers such as inv_freq stay exact)
+    for key, value in weights.items():  # step 2's EMA, not step 4's
+        assert torch.equal(value, ema[key.removeprefix("transformer.")].to(value.dtype)), key
+    assert export([str(run), "--out", str(tmp_path / "x"), "--step", "3"]) == 2  # no checkpoint of step 3
+    assert export([str(run), "--out", str(tmp_path / "y"), "--dtype", "int8"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2 and all(e.startswith("f5lite-export: ") for e in errors) and "int8" in errors[1]

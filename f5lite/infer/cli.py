@@ -20,6 +20,7 @@ Keys (configs/infer.yaml, schema f5lite/config/infer_schema.py):
   seed          noise seed (default: random)
   device        auto (default), cpu, cuda, cuda:N; dtype: fp32 (default), bf16, fp16
   cross_fade    seconds of cross-fade between chunks (default 0.15; 0 allowed)
+  compile       true: compile the model for inference (slow first chunk, faster after; for long texts)
   sample.*      steps method schedule sway cfg_strength cfg_zero_init_steps cfg_zero_star speed
                 (e.g. sample.steps=7 sample.cfg_strength=0 sample.sway=0 sample.cfg_zero_star=true)
 
@@ -111,6 +112,7 @@ def run(cfg: InferConfig) -> Path:
         vocab=cfg.vocab,
         device=cfg.device,
         dtype=cfg.dtype,
+        compile=cfg.compile,
     )
     wave, sample_rate = synthesizer.synthesize(
         text,

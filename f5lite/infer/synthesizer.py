@@ -20,6 +20,7 @@ from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, GriffinLimVocoder
 from f5lite.infer.chunking import chunk_text, max_chunk_bytes, prepare_ref_text
 from f5lite.infer.crossfade import crossfade
 from f5lite.infer.loading import load_model, resolve_device
+from f5lite.models import apply_inference_compile
 from f5lite.sampling import estimate_duration, sample
 from f5lite.text import TextEncoder
 
@@ -59,6 +60,7 @@ class Synthesizer:
         vocab: str | os.PathLike[str] | None = None,
         device: str | torch.device = "auto",
         dtype: str = "fp32",
+        compile: bool = False,
     ) -> Synthesizer:
         """Load a model and a vocoder.
 
@@ -72,6 +74,8 @@ class Synthesizer:
             vocab: `vocab.txt` of a checkpoint file.
             device: `auto`, `cpu`, `cuda` or `cuda:N`.
             dtype: weights' dtype: `fp32`, `bf16` or `fp16` (the ODE state and the vocoder stay float32).
+            compile: compile the backbone's blocks for inference (`apply_inference_compile`): the first call of
+                each new length compiles for a while, later calls run faster (about 1.3x on a 2-core CPU).
 
         Returns:
             The synthesizer.
@@ -82,6 +86,8 @@ class Synthesizer:
         """
         target = resolve_device(device)
         loaded = load_model(path_or_dir, recipe=recipe, vocab=vocab, device=target, dtype=dtype)
+        if compile:
+            apply_inference_compile(loaded.backbone)
         if not isinstance(vocoder, Vocoder):
             vocoder = _build_vocoder(vocoder, vocoder_source, loaded.mel_type, target)
         return cls(loaded.backbone, loaded.encoder, vocoder, loaded.mel_type)

@@ -2,13 +2,14 @@
 
 Optimizations are applied in this order, each in place and without changing state-dict keys:
 `apply_ac` (activation checkpointing), then `apply_compile` (per-block `torch.compile`), then data parallelism.
+For sampling, `apply_inference_compile` (per-block compile with weight freezing) once the weights are final.
 """
 
 from f5lite.models.ac import AC_MODES, apply_ac
 from f5lite.models.build import BACKBONE_CLASSES, backbone_kwargs, build_backbone, build_backbone_from_config
 from f5lite.models.cfm import CFM, flow_loss
 from f5lite.models.checkpoint import CheckpointError, load_backbone_weights, load_f5tts_state_dict, to_f5tts_layout
-from f5lite.models.compile import apply_compile
+from f5lite.models.compile import apply_compile, apply_inference_compile
 from f5lite.models.dit import DiT
 from f5lite.models.mmdit import MMDiT
 from f5lite.models.unett import UNetT
@@ -23,6 +24,7 @@ __all__ = [
     "UNetT",
     "apply_ac",
     "apply_compile",
+    "apply_inference_compile",
     "backbone_kwargs",
     "build_backbone",
     "build_backbone_from_config",

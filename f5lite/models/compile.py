@@ -58,3 +58,22 @@ def apply_compile(
         torch._functorch.config.activation_memory_budget = memory_budget
     for block in backbone_blocks(backbone):
         block.compile(backend=backend, fullgraph=fullgraph, dynamic=dynamic, **options)
+
+
+def apply_inference_compile(backbone: nn.Module, *, backend: str | Any = "inductor") -> None:
+    """Compile each block for inference only, with inductor's weight freezing.
+
+    Freezing folds the weights into the compiled graph as constants (on a CPU, linear weights are pre-packed for
+    oneDNN), which is what makes compiled sampling faster than eager there; it also means that loading other weights
+    into `backbone` afterwards has no effect on the compiled blocks. Call it once the weights are final, and run the
+    backbone under `torch.no_grad()` (as `f5lite.sample` does). Shapes are left to `torch.compile`'s automatic
+    dynamic marking: the second distinct length compiles a dynamic graph that serves every later length.
+
+    Args:
+        backbone: a DiT, MMDiT or UNetT with its final weights, in eval mode.
+        backend: a `torch.compile` backend; freezing is an inductor option, other backends compile without it.
+    """
+    if backend == "inductor":
+        apply_compile(backbone, backend=backend, options={"freezing": True})
+    else:
+        apply_compile(backbone, backend=backend)

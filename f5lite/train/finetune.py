@@ -69,7 +69,11 @@ def _count(state: dict[str, torch.Tensor], pattern: str) -> int:
 
 
 def architecture_of(state: dict[str, torch.Tensor]) -> dict[str, Any]:
-    """The architecture fields a backbone state dict reveals (those it cannot tell are left out)."""
+    """The architecture fields a backbone state dict reveals (those it cannot tell are left out).
+
+    `heads x dim_head` is the attention width (the rows of `to_q`); `qk_norm` and `long_skip_connection` are told
+    by whether their weights exist.
+    """
     arch: dict[str, Any] = {}
     if "proj_out.weight" in state:
         arch["mel_dim"], arch["dim"] = tuple(state["proj_out.weight"].shape)
@@ -79,10 +83,15 @@ def architecture_of(state: dict[str, torch.Tensor]) -> dict[str, Any]:
     if TEXT_TABLE in state and "input_embed.proj.weight" in state:
         arch["text_dim"] = state[TEXT_TABLE].shape[1]
     arch["conv_layers"] = _count(state, r"text_embed\.text_blocks\.(\d+)\.")
-    for key, value in state.items():
-        if key.endswith("ff.ff.0.0.weight") and "dim" in arch and "ff_c" not in key:
-            arch["ff_mult"] = value.shape[0] / arch["dim"]
-            break
+    # The audio stream's feed-forward (DiT `ff.ff.0.0`, MMDiT `ff_x.ff.0.0`, UNetT `layers.i.4.ff.0.0`).
+    ff = next((v for k, v in state.items() if k.endswith(".ff.0.0.weight") and "ff_c." not in k), None)
+    if ff is not None and "dim" in arch:
+        arch["ff_mult"] = ff.shape[0] / arch["dim"]
+    to_q = next((v for k, v in state.items() if k.endswith(".to_q.weight")), None)
+    if to_q is not None:
+        arch["heads x dim_head"] = to_q.shape[0]
+    arch["qk_norm"] = "set" if any(k.endswith(".q_norm.weight") for k in state) else "none"
+    arch["long_skip_connection"] = "long_skip_connection.weight" in state
     return arch
 
 
@@ -94,7 +103,7 @@ def check_architecture(model_cfg: ModelConfig, model: nn.Module, state: dict[str
             config 18`.
     """
     have, want = architecture_of(state), architecture_of(model.state_dict())
-    diffs = [f"model.{k}: checkpoint {have[k]:g}, config {want[k]:g}" for k in want if k in have and have[k] != want[k]]
+    diffs = [f"model.{k}: checkpoint {have[k]}, config {want[k]}" for k in want if k in have and have[k] != want[k]]
     if ("transformer_blocks.0.attn_norm_x.linear.weight" in state) != (
         "transformer_blocks.0.attn_norm_x.linear.weight" in model.state_dict()
     ) or any(k.startswith("layers.") for k in state) != any(k.startswith("layers.") for k in model.state_dict()):

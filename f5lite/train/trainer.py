@@ -174,6 +174,7 @@ class Trainer:
         self.store = CheckpointStore(self.run_dir / CHECKPOINTS, cfg.ckpt.keep_last, cfg.ckpt.async_save, self.main)
         self._consumed = 0
         self._window_finite: list[torch.Tensor] = []
+        self._streak_before_window = 0  # bad updates in a row at the start of the current logging window
         self._sampler_model: nn.Module | None = None
         self._vocoder: Vocoder | None = None
         self._resume()
@@ -201,6 +202,7 @@ class Trainer:
         self.applied.fill_(int(meta["applied"]))
         self.bad_total.fill_(int(meta["bad_total"]))
         self.bad_streak.fill_(int(meta["bad_streak"]))
+        self._streak_before_window = int(meta["bad_streak"])
         if self.main:
             log.info("resumed from %s (update %d)", ckpt.path, self.update)
 
@@ -380,17 +382,23 @@ class Trainer:
         finite = torch.stack(self._window_finite).tolist()
         self._window_finite = []
         first = self.update - len(finite) + 1
+        # The longest run of skipped updates anywhere in the window (continuing the previous window's run): a run
+        # that a good update ended before this check still stops training.
+        run = longest = self._streak_before_window
         for offset, ok in enumerate(finite):
             if not ok:
                 log.warning("update %d skipped: non-finite loss or gradient; batch: %s", first + offset, paths[offset])
-        streak, skipped = int(self.bad_streak.item()), int(self.bad_total.item())
+            run = 0 if ok else run + 1
+            longest = max(longest, run)
+        self._streak_before_window = run
+        skipped = int(self.bad_total.item())
         value = float(loss.item())
         lr = float(self.optimizer.param_groups[0]["lr"])
         rate = frames * self.acc.num_processes / max(time.perf_counter() - start, 1e-9)
         bar.set_postfix(loss=f"{value:.4f}", lr=f"{lr:.2e}", frames_s=f"{rate:.0f}")
         logger.log({"loss": value, "lr": lr, "frames_per_s": rate, "skipped_updates": skipped}, self.update)
-        if streak >= self.cfg.optim.max_bad_updates:
+        if longest >= self.cfg.optim.max_bad_updates:
             raise BadUpdatesError(
-                f"{streak} updates in a row had a non-finite loss or gradient (optim.max_bad_updates="
+                f"{longest} updates in a row had a non-finite loss or gradient (optim.max_bad_updates="
                 f"{self.cfg.optim.max_bad_updates}); the last checkpoint is intact, check the data and learning rate"
             )
