@@ -48,6 +48,8 @@ from torch import Tensor, nn
 import f5lite
 from f5lite.audio.constants import HOP_LENGTH, N_MELS, SAMPLE_RATE
 from f5lite.audio.vocoder import VocosVocoder
+from f5lite.bench import F5TTS_VOCAB_SIZE
+from f5lite.bench import MID_DIT as BENCH_MID_DIT
 from f5lite.infer.loading import resolve_device
 from f5lite.models import apply_inference_compile, backbone_kwargs
 from f5lite.pretrained import EXPORT_DTYPES
@@ -56,18 +58,9 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "scripts" / "results"
 VOCOS_CONFIG = REPO / "tests" / "assets" / "vocos" / "config.yaml"
 
-TEXT_NUM_EMBEDS = 2545  # F5-TTS v1 Base's vocab size; also for recipes that take it from a vocab.txt
+TEXT_NUM_EMBEDS = F5TTS_VOCAB_SIZE  # also for recipes that take it from a vocab.txt
 # The mid-size DiT of issue 8 (the model F5-TTS's reference timings below were taken with).
-MID_DIT: dict[str, Any] = {
-    "dim": 512,
-    "depth": 8,
-    "heads": 8,
-    "dim_head": 64,
-    "ff_mult": 2,
-    "text_dim": 256,
-    "conv_layers": 4,
-    "text_num_embeds": TEXT_NUM_EMBEDS,
-}
+MID_DIT: dict[str, Any] = {**BENCH_MID_DIT, "text_num_embeds": TEXT_NUM_EMBEDS}
 QUICK_DIT: dict[str, Any] = {
     "dim": 64,
     "depth": 2,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from f5lite.bench import PEAK_FLOPS, model_flops_utilization, training_flops
+from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT, PEAK_FLOPS, model_flops_utilization, training_flops
 from f5lite.config import compose_config
 from f5lite.models.cfm import CFM
 from f5lite.train.store import CheckpointStore
@@ -38,10 +38,10 @@ from f5lite.train.tree import flatten
 PRESETS = {
     "tiny": ["model.dim=64", "model.depth=2", "model.heads=4", "model.dim_head=16", "model.text_dim=32"],
     # The mid-size DiT of the CPU target (F5-TTS's numbers were measured on it).
-    "mid": ["model.dim=512", "model.depth=8", "model.heads=8", "model.text_dim=256"],
+    "mid": [f"model.{key}={value}" for key, value in MID_DIT.items()],
     "base": [],
 }
-VOCAB = 2545  # F5-TTS v1 Base's vocab.txt
+VOCAB = F5TTS_VOCAB_SIZE
 
 
 def _ints(text: str) -> list[int]:

@@ -22,10 +22,11 @@ from pathlib import Path
 import torch
 
 import f5lite
+from f5lite.audio.constants import HOP_LENGTH, SAMPLE_RATE
+from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
 
-MID_DIT = {"dim": 512, "depth": 8, "heads": 8, "ff_mult": 2, "text_dim": 256, "conv_layers": 4}
-VOCAB = 2545
-FRAMES_PER_SECOND = 24000 / 256
+VOCAB = F5TTS_VOCAB_SIZE
+FRAMES_PER_SECOND = SAMPLE_RATE / HOP_LENGTH
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,14 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     for p in theirs.parameters():  # F5-TTS zero-initializes some layers; give every path signal
         torch.nn.init.normal_(p, std=0.02)
     f5 = F5CFM(transformer=theirs, mel_spec_kwargs={"n_mel_channels": 100}).eval()
-    ours = f5lite.build_backbone("dit", **MID_DIT, text_num_embeds=VOCAB).eval()
-    ours.load_state_dict(theirs.state_dict())
-    compiled = f5lite.build_backbone("dit", **MID_DIT, text_num_embeds=VOCAB).eval()
-    compiled.load_state_dict(theirs.state_dict())
+
+    def with_their_weights() -> torch.nn.Module:
+        model = f5lite.build_backbone("dit", **MID_DIT, text_num_embeds=VOCAB).eval()
+        model.load_state_dict(theirs.state_dict())
+        return model
+
+    ours, compiled, bf16 = with_their_weights(), with_their_weights(), with_their_weights().to(torch.bfloat16)
     f5lite.apply_inference_compile(compiled)
-    bf16 = f5lite.build_backbone("dit", **MID_DIT, text_num_embeds=VOCAB).eval()
-    bf16.load_state_dict(theirs.state_dict())
-    bf16.to(torch.bfloat16)
 
     n_ref, n_gen = round(args.ref_seconds * FRAMES_PER_SECOND), round(args.seconds * FRAMES_PER_SECOND)
     g = torch.Generator().manual_seed(0)

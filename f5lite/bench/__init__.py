@@ -1,5 +1,6 @@
-"""Measurement helpers for the benchmarks in `scripts/`: analytic training FLOPs, peak FLOP/s, MFU."""
+"""Measurement helpers for the benchmarks in `scripts/`: analytic training FLOPs, peak FLOP/s, MFU, the shared model."""
 
 from f5lite.bench.flops import PEAK_FLOPS, model_flops_utilization, per_frame_params, training_flops
+from f5lite.bench.presets import F5TTS_VOCAB_SIZE, MID_DIT
 
-__all__ = ["PEAK_FLOPS", "model_flops_utilization", "per_frame_params", "training_flops"]
+__all__ = ["F5TTS_VOCAB_SIZE", "MID_DIT", "PEAK_FLOPS", "model_flops_utilization", "per_frame_params", "training_flops"]
