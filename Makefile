@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-gpu demo bench lint fmt typecheck wheel-check clean
+.PHONY: help install test test-slow test-gpu test-mutants demo bench lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ test-slow: $(STAMP) ## Run the slow tests
 
 test-gpu: $(STAMP) ## Run the GPU tests (needs CUDA)
 	$(BIN)/python -m pytest -m gpu $(PYTEST_FLAGS) || test $$? -eq 5  # 5: none selected
+
+test-mutants: $(STAMP) ## Plant known bugs in a copy of the package; check the tests catch each (slow: minutes)
+	$(BIN)/python scripts/mutants.py
 
 DEMO_DIR ?= runs/demo
 DEMO_REF := f5lite/demo_data/audio/us_male/000_us_male.ogg

@@ -45,7 +45,7 @@ def test_record_fields_and_arithmetic(bench, capsys) -> None:
 
 def test_activation_checkpointing_saves_fewer_bytes(bench, capsys) -> None:
     plain = record(bench, capsys, "perf.precision=no")
-    every = record(bench, capsys, "perf.ac.mode=full", "perf.ac.every_n=1")
+    every = record(bench, capsys, "perf.precision=no", "perf.ac.mode=full", "perf.ac.every_n=1")
     assert every["saved_for_backward_bytes"] < 0.6 * plain["saved_for_backward_bytes"]
     assert every["model_flops_per_step"] == plain["model_flops_per_step"]  # recompute is not model FLOPs
 

@@ -145,11 +145,20 @@ def test_new_data_keys_are_validated(override, key):
         compose_config([override])
 
 
+def test_pinning_is_asked_for_only_where_cuda_can_use_it(tmp_path):
+    data = _prepared(tmp_path)
+    train = build_train_data(DataConfig(dir=str(data), num_workers=0), seed=0, pin_memory=True)
+    assert train.loader.pin_memory == torch.cuda.is_available()  # pinning needs CUDA; the batches still load
+    assert next(iter(train.loader)).mel.shape[0] >= 1
+    assert not build_train_data(DataConfig(dir=str(data), num_workers=0), seed=0).loader.pin_memory
+
+
+@pytest.mark.gpu
 def test_pinned_batches_for_asynchronous_copies(tmp_path):
     data = _prepared(tmp_path)
     train = build_train_data(DataConfig(dir=str(data), num_workers=0), seed=0, pin_memory=True)
     batch = next(iter(train.loader))
-    assert batch.mel.is_pinned() == torch.cuda.is_available()
+    assert batch.mel.is_pinned() and batch.mel_lengths.is_pinned() and batch.text_ids.is_pinned()
 
 
 @pytest.mark.gpu

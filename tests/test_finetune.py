@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
+from trainer_helpers import Record, assert_same_tensors, final_state, recording
 
 from f5lite import build_backbone
 from f5lite.config import compose_config
@@ -65,6 +66,25 @@ def test_vocab_grows_and_old_rows_are_kept(data_dir: Path, tmp_path: Path) -> No
     assert wav.stat().st_size > 1000
 
 
+def test_trainer_grows_the_table_at_the_trained_rows_statistics(data_dir: Path, tmp_path: Path) -> None:
+    """Through the trainer: new rows follow the trained rows' per-channel mean and spread, not N(0, 1)."""
+    weights = load_file(ASSETS / "dit_tiny.safetensors")
+    key = "ema_model." + PREFIX + TEXT_TABLE
+    g = torch.Generator().manual_seed(3)
+    mean, std = torch.linspace(-0.5, 0.5, 32), torch.linspace(0.01, 0.05, 32)  # far from N(0, 1)
+    weights[key] = torch.randn(weights[key].shape, generator=g) * std + mean
+    shifted = tmp_path / "shifted.safetensors"
+    save_file(weights, shifted)
+    trainer = Trainer(compose_config([*overrides(data_dir, tmp_path / "run"), f"init.weights={shifted}"]))
+    table = trainer.backbone.state_dict()[TEXT_TABLE]
+    assert torch.equal(table[:41], weights[key])
+    new = table[41:]
+    assert new.shape[0] >= 20
+    z = (new - weights[key][1:].mean(0)) / weights[key][1:].std(0)  # standardized by the trained rows' statistics
+    assert abs(z.mean().item()) < 0.2 and 0.8 < z.std().item() < 1.2, (z.mean().item(), z.std().item())
+    assert torch.equal(trainer.ema.state_dict()[TEXT_TABLE], table)
+
+
 def test_new_rows_have_the_trained_rows_statistics() -> None:
     g = torch.Generator().manual_seed(0)
     trained = torch.randn(2000, 8, generator=g) * torch.linspace(0.1, 2.0, 8) + torch.linspace(-1, 1, 8)
@@ -116,10 +136,18 @@ def test_lora_trains_adapters_only_resumes_and_merges(data_dir: Path, tmp_path: 
     per_block = 4 * (2 * 64 + 2 * 64) + (2 * 64 + 2 * 128) + (2 * 128 + 2 * 64)
     assert sum(trainable[n].numel() for n in adapters) == 4 * per_block
     assert set(trainable) == set(adapters) | {TEXT_TABLE}
-    trainer.fit(until=2)
+    staged = Record()
+    recording(trainer, staged).fit(until=2)
     resumed = Trainer(compose_config(args))
     assert resumed.update == 2
-    resumed.fit()
+    recording(resumed, staged).fit()
+    # The same as without the interruption: the adapters and their average came back from the checkpoint.
+    straight = Record()
+    recording(Trainer(compose_config(overrides(data_dir, tmp_path / "straight", *lora, "optim.max_updates=4",
+                                               "optim.lr=1e-2"))), straight).fit()  # fmt: skip
+    assert staged.losses == straight.losses
+    for group in ("model", "ema", "optimizer"):
+        assert_same_tensors(final_state(run, 4)[group], final_state(tmp_path / "straight", 4)[group], group)
     after = resumed.backbone.state_dict()
     for key, value in base.items():
         if key != TEXT_TABLE:

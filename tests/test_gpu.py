@@ -56,10 +56,19 @@ def test_inductor_compile_with_ac_in_bf16_on_cuda(mode):
             out = model(batch["x"], batch["cond"], batch["text"], batch["time"], mask=batch["mask"])
         out.float().pow(2).mean().backward()
         outs.append(out.float())
-    torch.testing.assert_close(outs[1], outs[0], atol=5e-2, rtol=5e-2)
-    for p, q in zip(fast.parameters(), eager.parameters(), strict=True):
+
+    # Both run their matmuls in bf16 (8 significant bits, relative rounding 2**-9 ~ 2e-3 per op) but round in
+    # different places (inductor fuses, recomputation re-rounds); over 4 blocks the errors add up to a few 1e-3 of
+    # a tensor's norm. 2e-2 of the norm leaves room for that and still fails a wrong gradient, which is off by
+    # the order of the norm itself. (An absolute tolerance would not: these gradients' median is about 1e-4.)
+    def assert_near(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+        error = (actual.float() - expected.float()).norm().item()
+        assert error <= 2e-2 * expected.float().norm().item(), f"{what}: {error:.3g} vs norm {expected.norm():.3g}"
+
+    assert_near(outs[1], outs[0], "output")
+    for (name, p), q in zip(fast.named_parameters(), eager.parameters(), strict=True):
         assert p.grad is not None and torch.isfinite(p.grad).all()
-        torch.testing.assert_close(p.grad, q.grad, atol=5e-2, rtol=5e-2)
+        assert_near(p.grad, q.grad, name)
 
 
 @pytest.mark.gpu
@@ -72,5 +81,7 @@ def test_trainer_on_cuda_bf16_with_tf32_and_pinned_batches(tmp_path):
     assert not torch.backends.cuda.matmul.allow_tf32
     trainer = Trainer(compose_config([*overrides, "perf.tf32=true", "ckpt.async=true", f"run_dir={tmp_path}/run2"]))
     assert torch.backends.cuda.matmul.allow_tf32 and trainer.device.type == "cuda"
+    batch = next(iter(trainer.data.loader))
+    assert batch.mel.is_pinned() and batch.text_ids.is_pinned()  # so the copy to the GPU can be asynchronous
     trainer.fit()
     assert (tmp_path / "run2" / "export" / "model.safetensors").is_file()

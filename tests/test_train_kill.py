@@ -20,12 +20,15 @@ ARGS = [
 ]  # fmt: skip
 
 
-@pytest.mark.slow
-def test_sigkill_of_training_during_async_saves(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    rng = random.Random(1)
+def kill_during_saves(run: Path, trials: int, seed: int) -> list[int]:
+    """Start training, kill it with SIGKILL at a random moment after it committed a checkpoint; `trials` times.
+
+    Returns:
+        The update each trial's restart would resume from.
+    """
+    rng = random.Random(seed)
     resumed_steps = []
-    for trial in range(10):
+    for trial in range(trials):
         child = subprocess.Popen(
             [sys.executable, "-m", "f5lite.train", *ARGS, f"run_dir={run}"],
             stdout=subprocess.DEVNULL,
@@ -44,4 +47,15 @@ def test_sigkill_of_training_during_async_saves(tmp_path: Path) -> None:
         ckpt = CheckpointStore(run / "checkpoints", writer=False).load_latest()
         assert ckpt is not None, f"trial {trial}: no intact checkpoint"
         resumed_steps.append(ckpt.step)
-    assert resumed_steps == sorted(resumed_steps) and resumed_steps[-1] > resumed_steps[0]
+    return resumed_steps
+
+
+def test_sigkill_of_training_during_async_saves_few_trials(tmp_path: Path) -> None:
+    steps = kill_during_saves(tmp_path / "run", trials=3, seed=7)
+    assert steps == sorted(steps) and steps[-1] > steps[0]
+
+
+@pytest.mark.slow
+def test_sigkill_of_training_during_async_saves(tmp_path: Path) -> None:
+    steps = kill_during_saves(tmp_path / "run", trials=10, seed=1)
+    assert steps == sorted(steps) and steps[-1] > steps[0]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from f5lite.config import compose_config
-from f5lite.train.ema import EMA
+from f5lite.train.ema import EMA, ema_decay
 from f5lite.train.loggers import mel_image
 from f5lite.train.rundir import freeze_config, identity_hash
 from f5lite.train.schedule import lr_factor
@@ -26,21 +26,35 @@ def test_ema_copies_then_averages_with_warmup() -> None:
     ema.update(model)  # step 3: k = 4 - 2 - 1 = 1, decay 1 - 2 ** (-2/3) ~ 0.37
     decay = 1 - 2 ** (-2 / 3)
     torch.testing.assert_close(ema.shadow["weight"], torch.full((1, 2), 3.0 * decay + 7.0 * (1 - decay)))
-    ema.step = 10_000
+    ema.step.fill_(10_000)
     assert ema.current_decay() == 0.9
+    assert [ema_decay(s, 0.9, 2).item() for s in (0, 3, 4)] == [0.0, 0.0, pytest.approx(decay)]
+
+
+def test_ema_update_every_counts_calls() -> None:
+    model = torch.nn.Linear(2, 1, bias=False)
+    ema = EMA(model, decay=0.5, update_every=3, update_after=0, device="cpu")
+    seen = []
+    for value in range(7):
+        torch.nn.init.constant_(model.weight, float(value))
+        ema.update(model)
+        seen.append(ema.shadow["weight"][0, 0].item())
+    assert seen[0] == 0.0 and seen[1] == seen[2] == 0.0 and seen[3] != 0.0 and seen[4] == seen[5] == seen[3]
+    assert (ema.calls, int(ema.step)) == (7, 7)
 
 
 def test_ema_skips_a_skipped_update_and_lives_on_cpu() -> None:
     model = torch.nn.Linear(2, 1)
     ema = EMA(model, decay=0.5, update_every=1, update_after=0, device="cpu")
-    ema.step = 5
+    ema.step.fill_(5)
     before = {k: v.clone() for k, v in ema.shadow.items()}
     torch.nn.init.constant_(model.weight, 100.0)
     ema.update(model, applied=torch.tensor(False))
     assert all(torch.equal(before[k], v) for k, v in ema.shadow.items())
-    assert ema.step == 6 and all(v.device.type == "cpu" for v in ema.shadow.values())
+    assert int(ema.step) == 5 and ema.calls == 1  # the decay schedule counts applied updates only
+    assert all(v.device.type == "cpu" for v in ema.shadow.values())
     ema.update(model, applied=torch.tensor(True))
-    assert not torch.equal(before["weight"], ema.shadow["weight"])
+    assert not torch.equal(before["weight"], ema.shadow["weight"]) and int(ema.step) == 6
 
 
 def test_lr_warmup_then_linear_decay() -> None:

@@ -138,6 +138,20 @@ class FrameBudgetSampler(Sampler[list[int]]):
             self._epoch = epoch
             self._offset = 0
 
+    def seek(self, offset: int) -> None:
+        """Make the next iteration start at batch `offset` of the current epoch (this rank's batches).
+
+        A DataLoader's workers draw batches from the sampler ahead of training; a new iteration after training
+        stopped early (a second `fit` in the same process) must continue where training was, not where they were.
+
+        Args:
+            offset: Batches of the current epoch already consumed.
+
+        Raises:
+            ValueError: `offset` is negative or past the end of the epoch.
+        """
+        self.load_state_dict(self.state_dict(consumed=offset))
+
     def global_batches(self, epoch: int) -> list[list[int]]:
         """All ranks' batches of `epoch`, in order; batch `i` belongs to rank `i % num_replicas`.
 

@@ -3,6 +3,10 @@
 F5-TTS averages with ema_pytorch's defaults, reproduced here: every `update_every` updates, copy the weights while
 fewer than `update_after` updates have passed, then average with a decay that warms up as `1 - (1 + k) ** (-2/3)`
 (k counts updates past `update_after`) and is capped at `decay`. The released checkpoints are these EMA weights.
+
+Unlike ema_pytorch, an optimizer update that the trainer skipped (non-finite gradients) leaves the EMA exactly as it
+was: its weights and its step, so the decay schedule counts applied updates only. The step lives on the training
+device and the averaging weight is computed there, so following a skip flag costs no host synchronization.
 """
 
 from __future__ import annotations
@@ -14,11 +18,31 @@ from torch import nn
 _POWER = 2.0 / 3.0
 
 
+def ema_decay(step: torch.Tensor | int, decay: float, update_after: int) -> torch.Tensor:
+    """The decay of an average taken when `step` updates have been applied (this one included); 0 means copy.
+
+    Args:
+        step: applied updates, counting the current one (0-d tensor or int).
+        decay: the largest decay.
+        update_after: updates copied before averaging starts.
+
+    Returns:
+        A 0-d float64 tensor on `step`'s device.
+    """
+    k = torch.as_tensor(step, dtype=torch.float64) - update_after - 1
+    warm = 1.0 - (1.0 + k.clamp(min=0.0)) ** -_POWER
+    return torch.where(k > 0, warm.clamp(0.0, decay), torch.zeros_like(warm))
+
+
 class EMA:
     """Shadow copy of a module's floating-point state in float32.
 
     Build it from the uncompiled, unwrapped module: names are then the plain state-dict keys, which stay valid
     however the training copy is wrapped later.
+
+    Attributes:
+        step: applied optimizer updates seen (0-d int64 tensor on the model's device); drives the decay.
+        calls: `update` calls (every optimizer update, skipped or not); drives `update_every`.
     """
 
     def __init__(
@@ -44,7 +68,9 @@ class EMA:
         self.update_every = update_every
         self.update_after = update_after
         self.device = torch.device(device)
-        self.step = 0
+        self.calls = 0
+        clock = next((p.device for p in model.parameters()), self.device)
+        self.step = torch.zeros((), dtype=torch.int64, device=clock)
         wanted = None if names is None else set(names)
         self.shadow = {k: self._own(v) for k, v in model.state_dict().items() if wanted is None or k in wanted}
 
@@ -53,11 +79,8 @@ class EMA:
         return value.float() if value.is_floating_point() else value
 
     def current_decay(self) -> float:
-        """The decay used at the current step (0 means copy)."""
-        k = self.step - self.update_after - 1
-        if k <= 0:
-            return 0.0
-        return min(self.decay, max(0.0, 1.0 - (1.0 + k) ** -_POWER))
+        """The decay the next due average would use if the next update is applied (0 means copy)."""
+        return float(ema_decay(self.step + 1, self.decay, self.update_after))
 
     @torch.no_grad()
     def update(self, model: nn.Module, applied: torch.Tensor | None = None) -> None:
@@ -65,29 +88,26 @@ class EMA:
 
         Args:
             model: the module being trained (same keys as at construction; wrappers already removed).
-            applied: 0-d bool tensor, False when the optimizer skipped this update (non-finite gradients): the
-                average then stays as it is. Read on the device, without a host sync.
+            applied: 0-d bool tensor on the model's device, False when the optimizer skipped this update
+                (non-finite gradients): the weights and the step then stay as they are. Read on the device, without
+                a host sync.
         """
-        # ema_pytorch's order: the due check and the copy phase use the count before this update.
-        step = self.step
-        self.step += 1
-        if step % self.update_every:
+        due = self.calls % self.update_every == 0
+        self.calls += 1
+        flag = torch.ones((), dtype=torch.int64, device=self.step.device) if applied is None else applied.long()
+        # ema_pytorch's order: the copy phase is judged on the count before this update, the decay after it.
+        before = self.step.clone()
+        self.step += flag
+        if not due:
             return
-        if step <= self.update_after:
-            self.copy_from(model)
-            return
-        decay = self.current_decay()
+        copy = before <= self.update_after
+        weight = torch.where(copy, 1.0, 1.0 - ema_decay(self.step, self.decay, self.update_after)) * flag
+        weight = weight.to(self.device, torch.float32)
         params = model.state_dict()
         floats = [k for k, v in self.shadow.items() if v.is_floating_point()]
-        shadow = [self.shadow[k] for k in floats]
         online = [params[k].detach().to(self.device, torch.float32) for k in floats]
-        if applied is None:
-            torch._foreach_lerp_(shadow, online, 1.0 - decay)
-        else:
-            weight = applied.to(self.device, torch.float32) * (1.0 - decay)
-            delta = torch._foreach_sub(online, shadow)
-            torch._foreach_mul_(delta, weight)
-            torch._foreach_add_(shadow, delta)
+        # lerp with weight 1 is an exact copy and with weight 0 leaves the shadow untouched (a skipped update).
+        torch._foreach_lerp_([self.shadow[k] for k in floats], online, [weight] * len(floats))
         for key, value in self.shadow.items():
             if not value.is_floating_point():
                 value.copy_(params[key])
@@ -103,8 +123,13 @@ class EMA:
         """The averaged weights, keyed like the model's state dict (float32)."""
         return dict(self.shadow)
 
-    def load_state_dict(self, state: dict[str, torch.Tensor], step: int) -> None:
-        """Restore weights and step from a checkpoint.
+    def load_state_dict(self, state: dict[str, torch.Tensor], step: int, calls: int) -> None:
+        """Restore weights and counters from a checkpoint.
+
+        Args:
+            state: the averaged weights.
+            step: applied updates the average had seen.
+            calls: `update` calls made (the trainer's update count).
 
         Raises:
             KeyError: the checkpoint's keys differ from the model's.
@@ -114,4 +139,5 @@ class EMA:
             raise KeyError(f"EMA weights do not match the model: missing {missing[:5]}, unexpected {extra[:5]}")
         for key, value in state.items():
             self.shadow[key].copy_(value)
-        self.step = step
+        self.step.fill_(step)
+        self.calls = calls

@@ -194,11 +194,11 @@ class Trainer:
         self.backbone.load_state_dict(ckpt.tensors["model"], strict=self.trainable is None)
         if self.trainable is not None and set(ckpt.tensors["model"]) != set(self.trainable):
             raise ValueError(f"checkpoint {ckpt.path} does not hold this run's LoRA adapters")
-        self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]))
+        self.update = int(meta["update"])
+        self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]), calls=self.update)
         self.optimizer.load_state_dict(unflatten(meta["optimizer"], ckpt.tensors.get("optimizer", {})))
         self.data.sampler.load_state_dict(meta["sampler"])
         self._consumed = int(meta["sampler"]["offset"])
-        self.update = int(meta["update"])
         self.applied.fill_(int(meta["applied"]))
         self.bad_total.fill_(int(meta["bad_total"]))
         self.bad_streak.fill_(int(meta["bad_streak"]))
@@ -214,7 +214,7 @@ class Trainer:
             "applied": int(self.applied.item()),
             "bad_total": int(self.bad_total.item()),
             "bad_streak": int(self.bad_streak.item()),
-            "ema_step": self.ema.step,
+            "ema_step": int(self.ema.step),
             "sampler": self.data.sampler.state_dict(self._consumed),
             "optimizer": skeleton,
             "identity": self.identity,
@@ -233,7 +233,7 @@ class Trainer:
         return contextlib.nullcontext() if backend == "auto" else sdpa_kernel([_SDPA[backend]])
 
     def train_update(self, batches: list[Batch]) -> torch.Tensor:
-        """One optimizer update over `grad_accum` micro-batches.
+        """One optimizer update over `grad_accum` micro-batches: `forward_backward`, then `optimizer_step`.
 
         Args:
             batches: the micro-batches (`len(batches)` of them are averaged).
@@ -241,10 +241,25 @@ class Trainer:
         Returns:
             The mean loss as a 0-d device tensor (not synchronized).
         """
-        cfg = self.cfg
+        mean = self.forward_backward(batches)
+        self.optimizer_step(mean)
+        return mean
+
+    def forward_backward(self, batches: list[Batch]) -> torch.Tensor:
+        """Accumulate the gradient of the mean of the micro-batches' losses into the parameters' `.grad`.
+
+        Each micro-batch's loss is a mean over its own span frames (F5-TTS's per-batch mean); the update's
+        gradient is the mean of those, as accelerate's gradient accumulation gives.
+
+        Args:
+            batches: the micro-batches of one update.
+
+        Returns:
+            The mean loss as a 0-d float32 device tensor (not synchronized).
+        """
         total = torch.zeros((), device=self.device)
         for micro, batch in enumerate(batches):
-            generator = seed_step(cfg.seed, self.update, self.rank, micro, self.device)
+            generator = seed_step(self.cfg.seed, self.update, self.rank, micro, self.device)
             batch = batch.to(self.device, non_blocking=True)
             last = micro == len(batches) - 1
             sync = contextlib.nullcontext() if last else self.acc.no_sync(self.model)
@@ -252,10 +267,21 @@ class Trainer:
                 loss = self.model(batch.mel, batch.text_ids, batch.mel_lengths, generator=generator)
                 self.acc.backward(loss / len(batches))
             total = total + loss.detach().float()
-        mean = total / len(batches)
+        return total / len(batches)
+
+    def optimizer_step(self, loss: torch.Tensor) -> torch.Tensor:
+        """Clip, step the optimizer, advance the schedule and the EMA; all skipped on the device when not finite.
+
+        Args:
+            loss: the update's mean loss from `forward_backward`.
+
+        Returns:
+            0-d bool device tensor: whether the update was applied.
+        """
+        cfg = self.cfg
         max_norm = cfg.optim.max_grad_norm if cfg.optim.max_grad_norm > 0 else math.inf
         grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), max_norm)
-        finite = torch.isfinite(mean) & torch.isfinite(torch.as_tensor(grad_norm, device=self.device))
+        finite = torch.isfinite(loss) & torch.isfinite(torch.as_tensor(grad_norm, device=self.device))
         factor = lr_factor(self.applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
         for group in self.optimizer.param_groups:
             group["lr"] = (cfg.optim.lr * factor).to(self.device)
@@ -271,13 +297,14 @@ class Trainer:
         self.ema.update(self.backbone, finite)
         self.update += 1
         self._window_finite.append(finite)
-        return mean
+        return finite
 
     def _micro_batches(self) -> Iterator[list[Batch]]:
         """Groups of `grad_accum` batches across epochs; tracks the sampler position for checkpoints."""
         group: list[Batch] = []
+        sampler = self.data.sampler
+        sampler.seek(self._consumed)  # the loader's workers of an earlier `fit` may have read ahead
         while True:
-            sampler = self.data.sampler
             for batch in self.data.loader:
                 self._consumed += 1
                 group.append(batch)

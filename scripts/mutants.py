@@ -1,0 +1,289 @@
+"""Plant known bugs in a copy of the package and check that the test suite catches each one.
+
+    python scripts/mutants.py                 # every mutant (make test-mutants)
+    python scripts/mutants.py --only B,I      # some of them
+    python scripts/mutants.py --list          # what each one plants, and which tests should catch it
+
+Each mutant is one textual change to one source file: a bug that once slipped through, or one a reviewer planted to
+probe the tests. For each, the repository (without .venv, .git and run outputs) is copied to a temporary directory,
+the change is applied, and the tests that should catch it run against the copy (`PYTHONPATH` points at it, so the
+copy shadows the editable install, subprocesses included). A mutant is caught when those tests fail. Before the
+mutants, the same tests run once on an unchanged copy: they must pass there, or a "catch" would mean nothing.
+
+When a bug slips through the suite later, add it here with the test that now catches it. Exit status: 0 when every
+mutant is caught, 1 otherwise, 2 for a bad command line or a mutant that no longer applies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_SKIP = (".venv", ".git", "runs", "outputs", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One planted bug: `old` (which must occur exactly once in `path`) becomes `new`."""
+
+    key: str
+    what: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+TRAINER = "f5lite/train/trainer.py"
+RESUME = ("tests/test_train_resume.py",)
+SKIP = ("tests/test_train_loop.py::test_non_finite_update_is_skipped_by_optimizer_schedule_and_ema",)
+OPTIONS = "tests/test_train_options.py"
+EXPORT = (
+    "tests/test_train_loop.py::test_run_dir_and_its_exports_synthesize_the_same_audio",
+    "tests/test_train_loop.py::test_export_of_an_earlier_step_in_bf16",
+)
+
+MUTANTS = (
+    Mutant(
+        "A",
+        "perf.compile ignored by the trainer",
+        TRAINER,
+        "    if cfg.perf.compile:",
+        "    if False:",
+        (f"{OPTIONS}::test_compile_through_the_trainer",),
+    ),
+    Mutant(
+        "A2",
+        "apply_compile leaves UNetT's blocks alone",
+        "f5lite/models/compile.py",
+        "    for block in backbone_blocks(backbone):",
+        '    for block in backbone_blocks(backbone) if type(backbone).__name__ != "UNetT" else []:',
+        (f"{OPTIONS}::test_compile_through_the_trainer",),
+    ),
+    Mutant(
+        "B",
+        "EMA step reset to 0 on resume",
+        TRAINER,
+        'step=int(meta["ema_step"])',
+        "step=0",
+        RESUME,
+    ),
+    Mutant(
+        "C",
+        "learning-rate schedule advances on skipped updates",
+        TRAINER,
+        "factor = lr_factor(self.applied,",
+        "factor = lr_factor(self.update,",
+        SKIP,
+    ),
+    Mutant(
+        "D",
+        "EMA ignores the skip flag",
+        TRAINER,
+        "self.ema.update(self.backbone, finite)",
+        "self.ema.update(self.backbone)",
+        SKIP,
+    ),
+    Mutant(
+        "D2",
+        "EMA decay schedule advances on skipped updates",
+        "f5lite/train/ema.py",
+        "self.step += flag",
+        "self.step += 1",
+        SKIP,
+    ),
+    Mutant(
+        "E",
+        "perf.ac ignored by the trainer",
+        TRAINER,
+        "apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)",
+        'apply_ac(backbone, "none", cfg.perf.ac.every_n)',
+        (f"{OPTIONS}::test_activation_checkpointing_through_the_trainer",),
+    ),
+    Mutant(
+        "E2",
+        "perf.ac.every_n ignored by the trainer",
+        TRAINER,
+        "apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)",
+        "apply_ac(backbone, cfg.perf.ac.mode, 1)",
+        (f"{OPTIONS}::test_activation_checkpointing_through_the_trainer",),
+    ),
+    Mutant(
+        "E3",
+        "apply_ac leaves MMDiT's blocks alone",
+        "f5lite/models/ac.py",
+        "    for i, block in enumerate(backbone_blocks(backbone)):",
+        '    for i, block in enumerate(backbone_blocks(backbone) if type(backbone).__name__ != "MMDiT" else []):',
+        (f"{OPTIONS}::test_activation_checkpointing_through_the_trainer",),
+    ),
+    Mutant(
+        "F",
+        "gradient accumulation sums the micro-batch losses",
+        TRAINER,
+        "self.acc.backward(loss / len(batches))",
+        "self.acc.backward(loss)",
+        (f"{OPTIONS}::test_accumulation_averages_the_micro_batch_gradients",),
+    ),
+    Mutant(
+        "F2",
+        "the reported loss of an accumulated update is the sum",
+        TRAINER,
+        "        return total / len(batches)",
+        "        return total",
+        (f"{OPTIONS}::test_accumulation_averages_the_micro_batch_gradients",),
+    ),
+    Mutant(
+        "H",
+        "new vocabulary rows drawn from N(0, 1)",
+        "f5lite/train/finetune.py",
+        "state[TEXT_TABLE] = grow_text_table(table, len(data_vocab) + 1, generator)",
+        "state[TEXT_TABLE] = torch.cat((table, torch.randn(len(data_vocab) + 1 - table.shape[0], table.shape[1])))",
+        ("tests/test_finetune.py::test_trainer_grows_the_table_at_the_trained_rows_statistics",),
+    ),
+    Mutant(
+        "I",
+        "the checkpoint ignores how many batches the loop consumed",
+        TRAINER,
+        '"sampler": self.data.sampler.state_dict(self._consumed),',
+        '"sampler": self.data.sampler.state_dict(),',
+        RESUME,
+    ),
+    Mutant(
+        "I2",
+        "a second fit in one process continues where the loader workers were",
+        TRAINER,
+        "        sampler.seek(self._consumed)",
+        "        pass",
+        RESUME,
+    ),
+    Mutant(
+        "K",
+        "export and model=RUN_DIR use the online weights instead of the EMA",
+        "f5lite/train/export.py",
+        'load_backbone_weights(backbone, ckpt.tensors["ema"])',
+        'load_backbone_weights(backbone, ckpt.tensors["model"])',
+        EXPORT,
+    ),
+    Mutant(
+        "L",
+        "LoRA adapters not restored on resume",
+        TRAINER,
+        'self.backbone.load_state_dict(ckpt.tensors["model"], strict=self.trainable is None)',
+        'self.backbone.load_state_dict(ckpt.tensors["model"] if self.trainable is None else {}, strict=False)',
+        ("tests/test_finetune.py::test_lora_trains_adapters_only_resumes_and_merges",),
+    ),
+    Mutant(
+        "control",
+        "optimizer state not restored on resume",
+        TRAINER,
+        'self.optimizer.load_state_dict(unflatten(meta["optimizer"], ckpt.tensors.get("optimizer", {})))',
+        "pass",
+        RESUME,
+    ),
+)
+
+
+def copy_repo(dest: Path) -> Path:
+    """Copy the repository's sources, configs and tests into `dest/repo`."""
+    target = dest / "repo"
+    shutil.copytree(ROOT, target, ignore=shutil.ignore_patterns(*_SKIP))
+    return target
+
+
+def mutated(mutant: Mutant, repo: Path) -> str:
+    """The text of the mutant's file in `repo` with the bug planted.
+
+    Raises:
+        ValueError: its text does not occur exactly once (the source moved on: update the mutant).
+    """
+    text = (repo / mutant.path).read_text()
+    count = text.count(mutant.old)
+    if count != 1:
+        raise ValueError(f"mutant {mutant.key}: {mutant.old!r} occurs {count} times in {mutant.path}, not once")
+    return text.replace(mutant.old, mutant.new)
+
+
+def run_tests(repo: Path, tests: tuple[str, ...]) -> tuple[int, float, str]:
+    """Run pytest on `tests` against the copy; returns (exit status, seconds, last output lines)."""
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not gpu", *tests]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
+    tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+    return proc.returncode, time.perf_counter() - start, tail
+
+
+def check_shadowing(repo: Path) -> None:
+    """Make sure the copy's package, not the editable install, is what the tests import."""
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run(
+        [sys.executable, "-c", "import f5lite; print(f5lite.__file__)"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if not out.startswith(str(repo)):
+        raise SystemExit(f"mutants: the copy does not shadow the installed f5lite (imported {out})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", help="comma-separated mutant keys (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the run on the unchanged copy")
+    args = parser.parse_args(argv)
+    chosen = list(MUTANTS)
+    if args.only:
+        keys = [k.strip() for k in args.only.split(",") if k.strip()]
+        unknown = sorted(set(keys) - {m.key for m in MUTANTS})
+        if unknown:
+            parser.error(f"--only names unknown mutants: {', '.join(unknown)}")
+        chosen = [m for m in MUTANTS if m.key in keys]
+    if args.list:
+        for m in chosen:
+            print(
+                f"{m.key:8} {m.what}\n{'':8} {m.path}: {m.old.strip()!r} -> {m.new.strip()!r}\n{'':8} {' '.join(m.tests)}"
+            )
+        return 0
+    with tempfile.TemporaryDirectory(prefix="f5lite-mutants-") as tmp:
+        pristine = copy_repo(Path(tmp) / "pristine")
+        check_shadowing(pristine)
+        for m in chosen:  # every mutant must still apply to today's source
+            try:
+                mutated(m, pristine)
+            except ValueError as err:
+                print(f"mutants: {err}", file=sys.stderr)
+                return 2
+        if not args.no_baseline:
+            tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+            status, seconds, tail = run_tests(pristine, tests)
+            if status != 0:
+                print(f"mutants: the tests fail without any mutant ({seconds:.0f} s):\n{tail}", file=sys.stderr)
+                return 1
+            print(f"baseline  the {len(tests)} test selections pass unchanged ({seconds:.0f} s)", flush=True)
+        caught = 0
+        for m in chosen:
+            repo = copy_repo(Path(tmp) / m.key)
+            (repo / m.path).write_text(mutated(m, repo))
+            status, seconds, tail = run_tests(repo, m.tests)
+            verdict = "caught" if status == 1 else "MISSED" if status == 0 else f"ERROR({status})"
+            caught += status == 1
+            print(f"{m.key:8} {verdict:9} {m.what} ({seconds:.0f} s)", flush=True)
+            if status not in (0, 1):
+                print(f"{'':18} {tail}", flush=True)
+            shutil.rmtree(repo, ignore_errors=True)
+    print(f"total: {caught} of {len(chosen)} mutants caught, {len(chosen) - caught} not")
+    return 0 if caught == len(chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
