@@ -30,9 +30,10 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from f5lite.audio.mel import MEL_KINDS
-from f5lite.config.model import DiTConfig, MMDiTConfig, ModelConfig, UNetTConfig
+from f5lite.config.model import MODEL_SCHEMAS, ModelConfig
 from f5lite.models import backbone_kwargs, build_backbone, load_backbone_weights
 from f5lite.models.checkpoint import PREFIX
+from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.text import TOKENIZER_NAMES, Vocab, load_vocab, write_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
 
@@ -41,10 +42,6 @@ FORMAT_VERSION = 1
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
-EXPORT_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-"""Names accepted for the weights' dtype."""
-
-_SCHEMAS: dict[str, type[ModelConfig]] = {"dit": DiTConfig, "mmdit": MMDiTConfig, "unett": UNetTConfig}
 
 
 class PretrainedError(ValueError):
@@ -117,7 +114,7 @@ def save_pretrained(
     }
     params = {name for name, _ in backbone.named_parameters()}
     weights = {
-        PREFIX + key: (value.to(EXPORT_DTYPES[dtype]) if key in params else value).detach().cpu().contiguous().clone()
+        PREFIX + key: (value.to(WEIGHT_DTYPES[dtype]) if key in params else value).detach().cpu().contiguous().clone()
         for key, value in backbone.state_dict().items()
     }
     _check_target(out)
@@ -155,7 +152,7 @@ def load_pretrained(
     root = Path(directory)
     config = _read_config(root)
     try:
-        model_cfg = _SCHEMAS[config["backbone"]](backbone=config["backbone"], **config["model"])
+        model_cfg = MODEL_SCHEMAS[config["backbone"]](backbone=config["backbone"], **config["model"])
         tokenizer, mel_type, dtype = config["tokenizer"], config["mel_type"], config["dtype"]
         version = str(config["f5lite_version"])
     except (KeyError, TypeError, ValueError) as err:
@@ -197,7 +194,7 @@ def _check_names(tokenizer: str, mel_type: str, dtype: str) -> None:
     for name, value, allowed in (
         ("tokenizer", tokenizer, TOKENIZER_NAMES),
         ("mel_type", mel_type, MEL_KINDS),
-        ("dtype", dtype, tuple(EXPORT_DTYPES)),
+        ("dtype", dtype, tuple(WEIGHT_DTYPES)),
     ):
         if value not in allowed:
             raise PretrainedError(f"{name}={value!r} is not valid; choose one of: {', '.join(allowed)}")

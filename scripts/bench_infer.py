@@ -52,7 +52,7 @@ from f5lite.bench import F5TTS_VOCAB_SIZE
 from f5lite.bench import MID_DIT as BENCH_MID_DIT
 from f5lite.infer.loading import resolve_device
 from f5lite.models import apply_inference_compile, backbone_kwargs
-from f5lite.pretrained import EXPORT_DTYPES
+from f5lite.models.dtypes import WEIGHT_DTYPES
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "scripts" / "results"
@@ -133,7 +133,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="backbone constructor overrides")
     parser.add_argument("--recipe", help="take the model section of this recipe (default: the issue's mid-size DiT)")
     parser.add_argument("--device", default="cpu", help="auto, cpu, cuda or cuda:N (default cpu)")
-    parser.add_argument("--dtype", default="fp32", choices=tuple(EXPORT_DTYPES), help="backbone weights' dtype")
+    parser.add_argument("--dtype", default="fp32", choices=tuple(WEIGHT_DTYPES), help="backbone weights' dtype")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
     parser.add_argument("--compile", action="store_true", help="apply_inference_compile (compiled in the warm-up)")
     parser.add_argument("--seconds", type=float, default=5.0, help="generated audio per utterance (default 5)")
@@ -216,7 +216,7 @@ def build_model(name: str, kwargs: dict[str, Any], seed: int, device: torch.devi
     """
     torch.manual_seed(seed)
     backbone = f5lite.build_backbone(name, **kwargs)
-    return backbone.to(device=device, dtype=EXPORT_DTYPES[dtype]).eval()
+    return backbone.to(device=device, dtype=WEIGHT_DTYPES[dtype]).eval()
 
 
 def make_inputs(

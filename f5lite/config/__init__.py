@@ -1,7 +1,7 @@
 """Typed config schemas, Hydra composition with recipes, and the composed-config printer (`python -m f5lite.config`)."""
 
 from f5lite.config.compose import compose_config, config_to_yaml
-from f5lite.config.model import BACKBONES, DiTConfig, MMDiTConfig, ModelConfig, UNetTConfig
+from f5lite.config.model import MODEL_SCHEMAS, DiTConfig, MMDiTConfig, ModelConfig, UNetTConfig
 from f5lite.config.schema import (
     ACConfig,
     CkptConfig,
@@ -18,7 +18,7 @@ from f5lite.config.schema import (
 )
 
 __all__ = [
-    "BACKBONES",
+    "MODEL_SCHEMAS",
     "ACConfig",
     "CkptConfig",
     "DataConfig",

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection
 
 
-def check_choice(key: str, value: object, choices: Sequence[object]) -> None:
+def check_choice(key: str, value: object, choices: Collection[object]) -> None:
     """Raise unless `value` is one of `choices`.
 
     Args:
         key: Dotted config key, e.g. ``"perf.precision"``, used in the message.
         value: The value found in the config.
-        choices: The allowed values.
+        choices: The allowed values (a mapping offers its keys).
 
     Raises:
         ValueError: Naming the key, the bad value and the allowed ones.

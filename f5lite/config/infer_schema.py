@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO
 from f5lite.config.checks import check_at_least, check_choice
-from f5lite.config.schema import EXPORT_DTYPES, SampleConfig
+from f5lite.config.schema import SampleConfig
+from f5lite.models.dtypes import WEIGHT_DTYPES
 
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 """Accepted device names: `auto` picks `cuda` when available, else `cpu`."""
@@ -66,6 +67,6 @@ class InferConfig:
         check_at_least("cross_fade", self.cross_fade, 0.0)
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ValueError(f"device={self.device!r} is not valid; use auto, cpu, cuda or cuda:N")
-        check_choice("dtype", self.dtype, EXPORT_DTYPES)
+        check_choice("dtype", self.dtype, WEIGHT_DTYPES)
         if self.sample.vocoder == "griffin_lim" and self.sample.vocoder_source != DEFAULT_VOCOS_REPO:
             raise ValueError("vocoder_path is for vocos; the griffinlim vocoder has no weights")

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from f5lite.config.checks import check_at_least, check_choice, check_range
-
-BACKBONES = ("dit", "mmdit", "unett")
-"""Backbone families; each has a schema here and a `configs/model/<name>.yaml` group option."""
+from f5lite.models.attention import QK_NORMS
+from f5lite.models.build import BACKBONES
+from f5lite.models.unett import SKIP_TYPES
 
 # F5-TTS's conv position embedding is a grouped Conv1d with 16 groups in every backbone's input embedding.
 _CONV_POS_GROUPS = 16
@@ -59,7 +59,7 @@ class ModelConfig:
             check_at_least(f"model.{key}", getattr(self, key), 1)
         check_at_least("model.text_num_embeds", self.text_num_embeds, 1, allow_none=True)
         check_range("model.dropout", self.dropout, 0.0, 0.99)
-        check_choice("model.qk_norm", self.qk_norm, (None, "rms_norm"))
+        check_choice("model.qk_norm", self.qk_norm, QK_NORMS)
         if self.dim % _CONV_POS_GROUPS:
             raise ValueError(f"model.dim={self.dim} is not valid; it must be divisible by {_CONV_POS_GROUPS}")
 
@@ -112,10 +112,12 @@ class UNetTConfig(ModelConfig):
         _check_text_options(self.text_dim, self.conv_layers, self.pe_attn_head, self.heads)
         if self.depth % 2:
             raise ValueError(f"model.depth={self.depth} is not valid; UNetT needs an even depth (mirrored halves)")
-        check_choice("model.skip_connect_type", self.skip_connect_type, ("concat", "add", "none"))
+        check_choice("model.skip_connect_type", self.skip_connect_type, SKIP_TYPES)
 
 
-_FAMILY_OF: dict[type, str] = {DiTConfig: "dit", MMDiTConfig: "mmdit", UNetTConfig: "unett"}
+MODEL_SCHEMAS: dict[str, type[ModelConfig]] = {"dit": DiTConfig, "mmdit": MMDiTConfig, "unett": UNetTConfig}
+"""The schema of each backbone family (`f5lite.models.BACKBONES`); each also has a `configs/model/<name>.yaml`."""
+_FAMILY_OF: dict[type, str] = {schema: name for name, schema in MODEL_SCHEMAS.items()}
 
 
 def _check_text_options(text_dim: int | None, conv_layers: int, pe_attn_head: int | None, heads: int) -> None:

@@ -15,17 +15,23 @@ from f5lite.audio.mel import MEL_KINDS
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_NAMES
 from f5lite.config.checks import check_at_least, check_choice, check_range
 from f5lite.config.model import ModelConfig
+from f5lite.models.ac import AC_MODES
+from f5lite.models.attention import SDPA_BACKENDS
+from f5lite.models.compile import COMPILE_MODES
+from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.sampling.options import SamplerOptions
 from f5lite.text.tokenizers import TOKENIZER_NAMES
 
+# Choices whose meaning lives in the trainer (which imports this module); every other list is imported from the
+# module that implements the choice.
 PRECISIONS = ("no", "bf16", "fp16")
-AC_MODES = ("none", "full", "selective")
-COMPILE_MODES = ("default", "max-autotune-no-cudagraphs")
-SDPA_BACKENDS = ("auto", "flash", "efficient", "cudnn", "math")
+"""`perf.precision`: accelerate's mixed-precision names (`no` is float32)."""
 EMA_DEVICES = ("same", "cpu")
-EXPORT_DTYPES = ("fp32", "bf16", "fp16")
-ODE_METHODS = ("euler", "midpoint")
-TIME_SCHEDULES = ("auto", "uniform", "epss")
+"""`ema.device`."""
 LOGGERS = ("none", "tensorboard", "wandb")
+"""`logger.backend`."""
+LORA_EXPORTS = ("merged", "adapter")
+"""`finetune.lora.export`."""
 
 
 @dataclass
@@ -194,12 +200,16 @@ class CkptConfig:
     def __post_init__(self) -> None:
         check_at_least("ckpt.every", self.every, 1)
         check_at_least("ckpt.keep_last", self.keep_last, 0)
-        check_choice("ckpt.export_dtype", self.export_dtype, EXPORT_DTYPES)
+        check_choice("ckpt.export_dtype", self.export_dtype, WEIGHT_DTYPES)
 
 
 @dataclass
 class SampleConfig:
-    """Sampler settings used for training samples and by `f5lite-infer`."""
+    """Sampler settings used for training samples and by `f5lite-infer`.
+
+    Every field but `seed`, `vocoder` and `vocoder_source` is a `SamplerOptions` field of the same name and
+    meaning; `sampler_options()` builds that value, and its checks are the ones applied here.
+    """
 
     steps: int = 32
     """Number of ODE steps (function evaluations without CFG-Zero*'s skipped ones)."""
@@ -225,19 +235,24 @@ class SampleConfig:
     """Vocos weights: a local directory with config.yaml and pytorch_model.bin, or a Hugging Face hub id."""
 
     def __post_init__(self) -> None:
-        check_at_least("sample.steps", self.steps, 1)
-        check_choice("sample.method", self.method, ODE_METHODS)
-        check_choice("sample.schedule", self.schedule, TIME_SCHEDULES)
-        check_at_least("sample.cfg_strength", self.cfg_strength, 0.0)
-        check_at_least("sample.cfg_zero_init_steps", self.cfg_zero_init_steps, 0)
-        if self.cfg_zero_init_steps >= self.steps:
-            raise ValueError(
-                f"sample.cfg_zero_init_steps={self.cfg_zero_init_steps} is not valid; it must be < sample.steps "
-                f"({self.steps})"
-            )
-        if not self.speed > 0:
-            raise ValueError(f"sample.speed={self.speed!r} is not valid; it must be > 0")
+        try:
+            self.sampler_options()
+        except ValueError as err:  # its messages start with the field's name
+            raise ValueError(f"sample.{err}") from None
         check_choice("sample.vocoder", self.vocoder, VOCODER_NAMES)
+
+    def sampler_options(self) -> SamplerOptions:
+        """The sampler settings of this section, as the value `sample` and `Synthesizer` take."""
+        return SamplerOptions(
+            steps=self.steps,
+            method=self.method,
+            schedule=self.schedule,
+            sway=self.sway,
+            cfg_strength=self.cfg_strength,
+            cfg_zero_init_steps=self.cfg_zero_init_steps,
+            cfg_zero_star=self.cfg_zero_star,
+            speed=self.speed,
+        )
 
 
 @dataclass
@@ -303,7 +318,7 @@ class LoraConfig:
         check_range("finetune.lora.dropout", self.dropout, 0.0, 0.99)
         if self.alpha is not None and not self.alpha > 0:
             raise ValueError(f"finetune.lora.alpha={self.alpha!r} is not valid; it must be > 0")
-        check_choice("finetune.lora.export", self.export, ("merged", "adapter"))
+        check_choice("finetune.lora.export", self.export, LORA_EXPORTS)
         if not self.target_modules:
             raise ValueError("finetune.lora.target_modules is empty; name at least one linear layer")
 

@@ -14,11 +14,9 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from f5lite.config.infer_schema import InferConfig
-from f5lite.config.model import DiTConfig, MMDiTConfig, UNetTConfig
+from f5lite.config.model import MODEL_SCHEMAS
 from f5lite.config.schema import TrainConfig
 from f5lite.data.demo import DEMO_RESOLVER, demo_dir
-
-_MODEL_SCHEMAS = {"dit": DiTConfig, "mmdit": MMDiTConfig, "unett": UNetTConfig}
 
 
 def register_configs(recipes_dir: Path) -> list[str]:
@@ -41,7 +39,7 @@ def register_configs(recipes_dir: Path) -> list[str]:
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     store.store(name="infer_schema", node=InferConfig)
-    for name, schema in _MODEL_SCHEMAS.items():
+    for name, schema in MODEL_SCHEMAS.items():
         store.store(group="model", name=f"{name}_schema", node=schema)
     # Forget recipes registered from another folder earlier in this process, so only `recipes_dir` is offered.
     store.repo.pop("recipe", None)

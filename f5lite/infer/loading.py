@@ -18,7 +18,8 @@ from f5lite.config.compose import compose_config
 from f5lite.config.infer_schema import DEVICE_PATTERN
 from f5lite.models import CheckpointError, build_backbone_from_config, load_backbone_weights, load_f5tts_state_dict
 from f5lite.models.checkpoint import PREFIX
-from f5lite.pretrained import CONFIG_FILE, EXPORT_DTYPES, load_pretrained
+from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.pretrained import CONFIG_FILE, load_pretrained
 from f5lite.text import TextEncoder, load_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
 
@@ -87,8 +88,8 @@ def load_model(
             fit the recipe, or a vocab whose size differs from the weights' text embedding. One line each.
         ImportError: the pinyin tokenizer without the `zh` extra.
     """
-    if dtype not in EXPORT_DTYPES:
-        raise ValueError(f"dtype={dtype!r} is not valid; choose one of: {', '.join(EXPORT_DTYPES)}")
+    if dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"dtype={dtype!r} is not valid; choose one of: {', '.join(WEIGHT_DTYPES)}")
     target = resolve_device(device)
     source = Path(path)
     from f5lite.train.export import is_run_dir, load_run_model  # the trainer's modules only when needed
@@ -118,7 +119,7 @@ def load_model(
         raise ValueError(f"model {source} is neither an f5lite export directory nor a .safetensors/.pt checkpoint")
     else:
         raise ValueError(f"model {source} does not exist")
-    return LoadedModel(backbone.to(device=target, dtype=EXPORT_DTYPES[dtype]).eval(), encoder, mel_type)
+    return LoadedModel(backbone.to(device=target, dtype=WEIGHT_DTYPES[dtype]).eval(), encoder, mel_type)
 
 
 def _load_checkpoint(

@@ -6,7 +6,13 @@ For sampling, `apply_inference_compile` (per-block compile with weight freezing)
 """
 
 from f5lite.models.ac import AC_MODES, apply_ac
-from f5lite.models.build import BACKBONE_CLASSES, backbone_kwargs, build_backbone, build_backbone_from_config
+from f5lite.models.build import (
+    BACKBONE_CLASSES,
+    BACKBONES,
+    backbone_kwargs,
+    build_backbone,
+    build_backbone_from_config,
+)
 from f5lite.models.cfm import CFM, flow_loss
 from f5lite.models.checkpoint import CheckpointError, load_backbone_weights, load_f5tts_state_dict, to_f5tts_layout
 from f5lite.models.compile import apply_compile, apply_inference_compile
@@ -16,6 +22,7 @@ from f5lite.models.unett import UNetT
 
 __all__ = [
     "AC_MODES",
+    "BACKBONES",
     "BACKBONE_CLASSES",
     "CFM",
     "CheckpointError",

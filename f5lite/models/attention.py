@@ -9,19 +9,44 @@ in F5-TTS; in both cases outputs at padded queries are zeroed.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from f5lite.models.rope import Rope, apply_rope
 
+QK_NORMS = (None, "rms_norm")
+"""Per-head normalization of queries and keys (`qk_norm`)."""
+
+SDPA_BACKENDS: dict[str, SDPBackend | None] = {
+    "auto": None,
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "math": SDPBackend.MATH,
+}
+"""Attention kernels by name (`perf.sdpa_backend`); `auto` lets PyTorch pick."""
+
+
+def sdpa_backend(name: str) -> contextlib.AbstractContextManager[None]:
+    """A context in which `scaled_dot_product_attention` uses only the named kernel (`auto`: no restriction).
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if name not in SDPA_BACKENDS:
+        raise ValueError(f"sdpa_backend={name!r} is not valid; choose one of: {', '.join(SDPA_BACKENDS)}")
+    backend = SDPA_BACKENDS[name]
+    return contextlib.nullcontext() if backend is None else sdpa_kernel([backend])
+
 
 def _qk_norm(kind: str | None, dim_head: int) -> nn.Module | None:
-    if kind is None:
-        return None
-    if kind == "rms_norm":
-        return nn.RMSNorm(dim_head, eps=1e-6)
-    raise ValueError(f"qk_norm={kind!r} is not valid; choose one of: None, 'rms_norm'")
+    if kind not in QK_NORMS:
+        raise ValueError(f"qk_norm={kind!r} is not valid; choose one of: {', '.join(map(repr, QK_NORMS))}")
+    return None if kind is None else nn.RMSNorm(dim_head, eps=1e-6)
 
 
 def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:

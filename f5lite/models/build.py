@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from typing import Any, Protocol
 
 from torch import nn
 
-from f5lite.config.model import ModelConfig
 from f5lite.models.dit import DiT
 from f5lite.models.mmdit import MMDiT
 from f5lite.models.unett import UNetT
 
 BACKBONE_CLASSES: dict[str, type[nn.Module]] = {"dit": DiT, "mmdit": MMDiT, "unett": UNetT}
-"""Family name to class; names match `f5lite.config.BACKBONES`."""
+"""Family name to class."""
+BACKBONES = tuple(BACKBONE_CLASSES)
+"""The backbone families (`model.backbone` in the configs)."""
+
+
+class ArchitectureConfig(Protocol):
+    """What `backbone_kwargs` reads: a dataclass (a `model` config section) whose other fields are the kwargs."""
+
+    backbone: str
+    text_num_embeds: int | None
 
 
 def build_backbone(name: str, **kwargs: Any) -> nn.Module:
@@ -52,7 +59,7 @@ def backbone_blocks(backbone: nn.Module) -> nn.ModuleList:
     return blocks
 
 
-def backbone_kwargs(cfg: ModelConfig, text_num_embeds: int | None = None) -> dict[str, Any]:
+def backbone_kwargs(cfg: ArchitectureConfig, text_num_embeds: int | None = None) -> dict[str, Any]:
     """The constructor keyword arguments a config describes.
 
     Args:
@@ -62,7 +69,7 @@ def backbone_kwargs(cfg: ModelConfig, text_num_embeds: int | None = None) -> dic
     Raises:
         ValueError: neither the config nor the caller gives the vocabulary size.
     """
-    kwargs = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name != "backbone"}
+    kwargs = {name: value for name, value in vars(cfg).items() if name != "backbone"}
     if kwargs["text_num_embeds"] is None:
         if text_num_embeds is None:
             raise ValueError("model.text_num_embeds is not set; give the vocab size (lines of vocab.txt)")
@@ -70,6 +77,6 @@ def backbone_kwargs(cfg: ModelConfig, text_num_embeds: int | None = None) -> dic
     return kwargs
 
 
-def build_backbone_from_config(cfg: ModelConfig, text_num_embeds: int | None = None) -> nn.Module:
+def build_backbone_from_config(cfg: ArchitectureConfig, text_num_embeds: int | None = None) -> nn.Module:
     """Build the backbone a config section describes (see `backbone_kwargs`)."""
     return build_backbone(cfg.backbone, **backbone_kwargs(cfg, text_num_embeds))

@@ -15,6 +15,10 @@ from torch import nn
 
 from f5lite.models.build import backbone_blocks
 
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs")
+"""`torch.compile` modes offered for training (`perf.compile_mode`). The CUDA-graph modes record one graph per batch
+shape, which variable-length speech batches turn into a memory leak, so they are left out."""
+
 
 def apply_compile(
     backbone: nn.Module,

@@ -21,9 +21,10 @@ from omegaconf.errors import OmegaConfBaseException
 from safetensors.torch import save_file
 from torch import nn
 
-from f5lite.config import DiTConfig, MMDiTConfig, ModelConfig, TrainConfig, UNetTConfig
+from f5lite.config import MODEL_SCHEMAS, TrainConfig
 from f5lite.models import build_backbone_from_config, load_backbone_weights, to_f5tts_layout
-from f5lite.pretrained import EXPORT_DTYPES, save_pretrained
+from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.pretrained import save_pretrained
 from f5lite.text import Vocab, load_vocab
 from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, VOCAB_TOKENIZERS
 from f5lite.train.finetune import add_lora, init_from_pretrained, lora_scaling, merge_lora, peft_config
@@ -31,7 +32,6 @@ from f5lite.train.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE
 from f5lite.train.store import CheckpointStore
 
 FORMATS = ("f5lite", "f5tts")
-_SCHEMAS: dict[str, type[ModelConfig]] = {"dit": DiTConfig, "mmdit": MMDiTConfig, "unett": UNetTConfig}
 
 
 def load_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
@@ -45,7 +45,7 @@ def load_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
         raise ValueError(f"{run_dir} is not a training run directory (no {CONFIG_FILE})")
     try:
         raw = OmegaConf.load(path)
-        schema = OmegaConf.structured(TrainConfig(model=_SCHEMAS[str(raw.model.backbone)]()))
+        schema = OmegaConf.structured(TrainConfig(model=MODEL_SCHEMAS[str(raw.model.backbone)]()))
         cfg = OmegaConf.to_object(OmegaConf.merge(schema, raw))
     except (OmegaConfBaseException, KeyError, AttributeError) as err:
         raise ValueError(f"{path} is not a valid training config: {str(err).splitlines()[0]}") from None
@@ -127,8 +127,8 @@ def export_run(
     """
     if fmt not in FORMATS:
         raise ValueError(f"--format {fmt!r} is not valid; choose one of: {', '.join(FORMATS)}")
-    if dtype not in EXPORT_DTYPES:
-        raise ValueError(f"--dtype {dtype!r} is not valid; choose one of: {', '.join(EXPORT_DTYPES)}")
+    if dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"--dtype {dtype!r} is not valid; choose one of: {', '.join(WEIGHT_DTYPES)}")
     root = Path(run_dir)
     cfg = load_run_config(root)
     if cfg.finetune.lora.rank and cfg.finetune.lora.export == "adapter":
@@ -140,7 +140,7 @@ def export_run(
             out, backbone, cfg.model, vocab, tokenizer=cfg.data.tokenizer, mel_type=cfg.data.mel_type, dtype=dtype
         )
     out.mkdir(parents=True, exist_ok=True)
-    weights = {k: v.to(EXPORT_DTYPES[dtype]) if v.is_floating_point() else v for k, v in backbone.state_dict().items()}
+    weights = {k: v.to(WEIGHT_DTYPES[dtype]) if v.is_floating_point() else v for k, v in backbone.state_dict().items()}
     target = out / f"model_{ckpt_step}.safetensors"
     tmp = target.with_name(target.name + ".tmp")
     save_file(to_f5tts_layout(weights, step=ckpt_step), tmp)

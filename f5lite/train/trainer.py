@@ -29,7 +29,6 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 from torch import nn
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_vocoder
@@ -37,6 +36,7 @@ from f5lite.config import TrainConfig
 from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models import apply_ac, apply_compile, build_backbone_from_config
+from f5lite.models.attention import sdpa_backend
 from f5lite.models.cfm import CFM
 from f5lite.sampling import sample
 from f5lite.text import Vocab
@@ -52,13 +52,6 @@ from f5lite.train.store import CheckpointStore
 from f5lite.train.tree import flatten, unflatten
 
 log = logging.getLogger(__name__)
-
-_SDPA = {
-    "flash": SDPBackend.FLASH_ATTENTION,
-    "efficient": SDPBackend.EFFICIENT_ATTENTION,
-    "cudnn": SDPBackend.CUDNN_ATTENTION,
-    "math": SDPBackend.MATH,
-}
 
 
 class TrainingStopped(SystemExit):
@@ -229,8 +222,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------------ steps
 
     def _attention(self) -> contextlib.AbstractContextManager[None]:
-        backend = self.cfg.perf.sdpa_backend
-        return contextlib.nullcontext() if backend == "auto" else sdpa_kernel([_SDPA[backend]])
+        return sdpa_backend(self.cfg.perf.sdpa_backend)
 
     def train_update(self, batches: list[Batch]) -> torch.Tensor:
         """One optimizer update over `grad_accum` micro-batches: `forward_backward`, then `optimizer_step`.

@@ -1,0 +1,102 @@
+"""`SamplerOptions`: every setting of the sampler in one frozen value, validated once.
+
+The same names are used everywhere: the `sample.*` section of the training and inference configs
+(`SampleConfig.sampler_options()` builds this), `f5lite.sample(..., options)`, `Synthesizer.synthesize(..., options)`,
+the training-sample logger and the benchmarks. The seed is not an option: it is per call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass, fields
+from typing import Any
+
+from f5lite.sampling.ode import METHODS
+from f5lite.sampling.schedules import EPSS_TABLES, SCHEDULES
+
+
+@dataclass(frozen=True)
+class SamplerOptions:
+    """How to solve the flow ODE and guide it.
+
+    Attributes:
+        steps: ODE steps (each one backbone call, two with `method="midpoint"`, none for CFG-Zero*'s zero-init
+            steps).
+        method: `euler` or `midpoint`.
+        schedule: time grid: `auto` (an EPSS table where one exists, as F5-TTS does), `uniform` or `epss`.
+        sway: sway sampling coefficient (F5-TTS uses -1); None or 0 turns it off.
+        cfg_strength: classifier-free guidance strength, `v_c + cfg (v_c - v_u)`; 0 runs only the conditional pass.
+        cfg_zero_init_steps: CFG-Zero*: the first N steps have zero velocity and call nothing.
+        cfg_zero_star: CFG-Zero*: scale the unconditional velocity by the per-sample optimized factor.
+        speed: speaking speed factor of the duration estimate (2.0 gives half as many generated frames).
+
+    Raises:
+        ValueError: a value out of range, one line starting with the field's name (`steps=0 is not valid; ...`).
+    """
+
+    steps: int = 32
+    method: str = "euler"
+    schedule: str = "auto"
+    sway: float | None = -1.0
+    cfg_strength: float = 2.0
+    cfg_zero_init_steps: int = 0
+    cfg_zero_star: bool = False
+    speed: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"steps={self.steps} is not valid; it must be >= 1")
+        if self.method not in METHODS:
+            raise ValueError(f"method={self.method!r} is not valid; choose one of: {', '.join(METHODS)}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule={self.schedule!r} is not valid; choose one of: {', '.join(SCHEDULES)}")
+        if self.schedule == "epss" and self.steps not in EPSS_TABLES:
+            known = ", ".join(map(str, EPSS_TABLES))
+            raise ValueError(f"schedule='epss' has no table for steps={self.steps} (tables: {known})")
+        if not self.cfg_strength >= 0:
+            raise ValueError(f"cfg_strength={self.cfg_strength!r} is not valid; it must be >= 0")
+        if not 0 <= self.cfg_zero_init_steps < self.steps:
+            raise ValueError(
+                f"cfg_zero_init_steps={self.cfg_zero_init_steps} is not valid; it must be in [0, steps={self.steps})"
+            )
+        if not self.speed > 0:
+            raise ValueError(f"speed={self.speed!r} is not valid; it must be > 0")
+
+
+OPTION_NAMES = tuple(f.name for f in fields(SamplerOptions))
+"""The sampler settings, in declaration order (the `sample.*` keys of the configs that are not per call)."""
+
+LEGACY_KEYWORDS = {**{name: name for name in OPTION_NAMES}, "sway_sampling_coef": "sway"}
+"""Keyword arguments that `sample` and `Synthesizer.synthesize` took before `SamplerOptions`, to the option each
+one sets (`sway_sampling_coef` is now `sway`)."""
+
+
+def merge_legacy_keywords(options: SamplerOptions | None, legacy: dict[str, Any], caller: str) -> SamplerOptions:
+    """Fold old-style keyword settings into `options`, with a `DeprecationWarning` naming the new spelling.
+
+    Args:
+        options: the options given, or None for the defaults.
+        legacy: keyword arguments the caller received besides its own.
+        caller: the function's name, for messages.
+
+    Returns:
+        The options with the keywords applied.
+
+    Raises:
+        TypeError: a keyword that is no sampler setting.
+    """
+    base = options if options is not None else SamplerOptions()
+    if not legacy:
+        return base
+    unknown = sorted(set(legacy) - set(LEGACY_KEYWORDS))
+    if unknown:
+        raise TypeError(f"{caller}() got unexpected keyword arguments: {', '.join(unknown)}")
+    changes = {LEGACY_KEYWORDS[key]: value for key, value in legacy.items()}
+    spelled = ", ".join(f"{key}={value!r}" for key, value in changes.items())
+    warnings.warn(
+        f"{caller}({', '.join(legacy)}=...) is deprecated; pass options=SamplerOptions({spelled})",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return dataclasses.replace(base, **changes)
