@@ -3,8 +3,8 @@
 The top level holds the small public API; the subpackages hold the rest: `f5lite.config` (typed schemas, Hydra
 composition, recipes), `f5lite.audio` (audio I/O, log-mels, vocoders), `f5lite.text` (vocab, tokenizers, ids) and
 `f5lite.models` (backbones, checkpoints, activation checkpointing and compile, the CFM objective), `f5lite.sampling`
-(time grids, guidance, ODE loops), `f5lite.infer` (`Synthesizer`, the `f5lite-infer` CLI) and `f5lite.pretrained`
-(the export directory).
+(`SamplerOptions`, time grids, guidance, ODE loops), `f5lite.infer` (`Synthesizer`, the `f5lite-infer` CLI) and
+`f5lite.pretrained` (the export directory).
 """
 
 from f5lite.audio import load_audio, load_vocoder, log_mel, save_audio
@@ -13,13 +13,14 @@ from f5lite.infer import Synthesizer
 from f5lite.models import apply_ac, apply_compile, apply_inference_compile, build_backbone, load_f5tts_state_dict
 from f5lite.models.cfm import flow_loss
 from f5lite.pretrained import load_pretrained, save_pretrained
-from f5lite.sampling import sample
+from f5lite.sampling import SamplerOptions, sample
 from f5lite.text import EncodedText, TextEncoder, Vocab, load_vocab, write_vocab
 
 __version__ = "0.1.0"
 
 __all__ = [
     "EncodedText",
+    "SamplerOptions",
     "Synthesizer",
     "TextEncoder",
     "TrainConfig",

@@ -3,7 +3,7 @@
 What is timed. Inputs are made once per batch size: a reference mel of `--ref-seconds` (random values), random text
 ids (`TEXT_IDS_PER_SECOND` per second of reference plus generated audio), and a duration of reference frames plus
 `round(--seconds * 93.75)` generated frames for every utterance of the batch. One timed run is one call of
-`f5lite.sample(backbone, cond, text, duration, seed=0, ...)`: text conditioning, noise, the ODE loop with CFG
+`f5lite.sample(backbone, cond, text, duration, options, seed=0)`: text conditioning, noise, the ODE loop with CFG
 (cfg_strength 2, sway -1) and the reference overwrite, with a CUDA synchronize after it on a GPU. The vocoder
 (Vocos with the architecture of `charactr/vocos-mel-24khz`, random weights: the same cost as trained ones) decodes
 the generated frames only, as F5-TTS's pipeline does; it is timed on its own and added. Every number is the median
@@ -37,7 +37,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -53,13 +53,14 @@ from f5lite.bench import MID_DIT as BENCH_MID_DIT
 from f5lite.infer.loading import resolve_device
 from f5lite.models import apply_inference_compile, backbone_kwargs
 from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.sampling import SamplerOptions
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "scripts" / "results"
 VOCOS_CONFIG = REPO / "tests" / "assets" / "vocos" / "config.yaml"
 
 TEXT_NUM_EMBEDS = F5TTS_VOCAB_SIZE  # also for recipes that take it from a vocab.txt
-# The mid-size DiT of issue 8 (the model F5-TTS's reference timings below were taken with).
+# The mid-size DiT (the model F5-TTS's reference timings below were taken with).
 MID_DIT: dict[str, Any] = {**BENCH_MID_DIT, "text_num_embeds": TEXT_NUM_EMBEDS}
 QUICK_DIT: dict[str, Any] = {
     "dim": 64,
@@ -76,27 +77,37 @@ CFG_STRENGTH = 2.0
 SWAY = -1.0
 FRAMES_PER_SECOND = SAMPLE_RATE / HOP_LENGTH
 
-# F5-TTS 1.1.20 on the mid-size DiT, 5 s of audio, 2 CPU threads on the 2-core dev machine (issue 8), in seconds.
+# F5-TTS 1.1.20 on the mid-size DiT, 5 s of audio, 2 CPU threads on the 2-core dev machine, in seconds.
 F5TTS_CPU_SECONDS = {"32 uniform": 13.0, "7 EPSS": 2.6}
 TARGET_RATIO = 0.85  # f5lite's "7 EPSS + CFG-Zero*" at most this times F5-TTS's "7 EPSS"
 
 
+BASE_OPTIONS = SamplerOptions(cfg_strength=CFG_STRENGTH, sway=SWAY)
+"""What every setting shares; each one replaces the fields in `VARIED`."""
+VARIED = ("steps", "schedule", "cfg_zero_init_steps", "cfg_zero_star")
+"""The `SamplerOptions` fields the settings differ in (each report row lists them)."""
+
+
 @dataclass(frozen=True)
 class Setting:
-    """One sampler setting of the benchmark (the keyword arguments of `f5lite.sample` that vary)."""
+    """One sampler setting of the benchmark: a name and the options `f5lite.sample` is given whole."""
 
     name: str
-    steps: int
-    schedule: str
-    cfg_zero_init_steps: int = 0
-    cfg_zero_star: bool = False
+    options: SamplerOptions
+
+    def row_fields(self) -> dict[str, Any]:
+        """The varied option fields, for a report row."""
+        return {name: getattr(self.options, name) for name in VARIED}
 
 
 SETTINGS = (
-    Setting("32 uniform", 32, "uniform"),
-    Setting("16", 16, "auto"),
-    Setting("7 EPSS", 7, "epss"),
-    Setting("7 EPSS + CFG-Zero*", 7, "epss", cfg_zero_init_steps=1, cfg_zero_star=True),
+    Setting("32 uniform", replace(BASE_OPTIONS, steps=32, schedule="uniform")),
+    Setting("16", replace(BASE_OPTIONS, steps=16, schedule="auto")),
+    Setting("7 EPSS", replace(BASE_OPTIONS, steps=7, schedule="epss")),
+    Setting(
+        "7 EPSS + CFG-Zero*",
+        replace(BASE_OPTIONS, steps=7, schedule="epss", cfg_zero_init_steps=1, cfg_zero_star=True),
+    ),
 )
 
 
@@ -131,7 +142,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         epilog="Timed: one f5lite.sample call (text conditioning, noise, ODE with CFG); the vocoder separately.",
     )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="backbone constructor overrides")
-    parser.add_argument("--recipe", help="take the model section of this recipe (default: the issue's mid-size DiT)")
+    parser.add_argument("--recipe", help="take the model section of this recipe (default: the mid-size DiT)")
     parser.add_argument("--device", default="cpu", help="auto, cpu, cuda or cuda:N (default cpu)")
     parser.add_argument("--dtype", default="fp32", choices=tuple(WEIGHT_DTYPES), help="backbone weights' dtype")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
@@ -309,30 +320,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             cond, text, duration = make_inputs(
                 batch, ref_frames, gen_frames, args.model_kwargs["text_num_embeds"], args.seed, device
             )
-            mel = f5lite.sample(backbone, cond, text, duration, steps=1, seed=args.seed)[:, ref_frames:]
+            # One step is enough: the vocoder's cost depends on the number of frames, not on their values.
+            mel = f5lite.sample(backbone, cond, text, duration, replace(BASE_OPTIONS, steps=1), seed=args.seed)
+            mel = mel[:, ref_frames:]
             vocoder_s, vocoder_runs = median_time(partial(vocoder.decode, mel), device, args.repeats, args.warmup)
             for setting in SETTINGS:
-                generate = partial(
-                    f5lite.sample,
-                    backbone,
-                    cond,
-                    text,
-                    duration,
-                    steps=setting.steps,
-                    cfg_strength=CFG_STRENGTH,
-                    sway_sampling_coef=SWAY,
-                    schedule=setting.schedule,
-                    cfg_zero_init_steps=setting.cfg_zero_init_steps,
-                    cfg_zero_star=setting.cfg_zero_star,
-                    seed=args.seed,
-                )
+                generate = partial(f5lite.sample, backbone, cond, text, duration, setting.options, seed=args.seed)
                 counter.reset()
                 sample_s, sample_runs = median_time(generate, device, args.repeats, args.warmup)
                 calls = calls_per_run(counter.batches, args.warmup + args.repeats)
                 per_audio = batch * audio_seconds
                 row = {
                     "setting": setting.name,
-                    **{k: v for k, v in asdict(setting).items() if k != "name"},
+                    **setting.row_fields(),
                     "batch": batch,
                     "backbone_calls": len(calls),
                     "backbone_batch": sorted(set(calls)),
@@ -363,7 +363,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "frames": {"reference": ref_frames, "generated": gen_frames},
         "text_ids": num_text_ids(ref_frames + gen_frames),
         "cfg_strength": CFG_STRENGTH,
-        "sway_sampling_coef": SWAY,
+        "sway": SWAY,
         "repeats": args.repeats,
         "warmup": args.warmup,
         "vocoder": "vocos (charactr/vocos-mel-24khz architecture, random weights)",
@@ -377,7 +377,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def f5tts_comparison(report: dict[str, Any]) -> dict[str, Any] | None:
     """F5-TTS's CPU timings next to ours at batch 1, for runs of their model on a CPU with 5 s of audio.
 
-    Issue 8 does not say whether F5-TTS's "5 s of audio" followed a reference or included it, so both a run of 5 s
+    F5-TTS's timings do not say whether their "5 s of audio" followed a reference or included it, so both a run of 5 s
     generated and one of 5 s reference plus generated are compared; `basis` says which, `dtype` ours.
     """
     total_seconds = report["ref_seconds"] + report["audio_seconds"]
@@ -421,7 +421,7 @@ def markdown(report: dict[str, Any]) -> str:
         + ".",
         f"Per utterance: {report['ref_seconds']:.2f} s reference + {report['audio_seconds']:.2f} s generated "
         f"({report['frames']['reference']} + {report['frames']['generated']} frames), {report['text_ids']} text ids; "
-        f"cfg {report['cfg_strength']}, sway {report['sway_sampling_coef']}. Median of {report['repeats']} runs "
+        f"cfg {report['cfg_strength']}, sway {report['sway']}. Median of {report['repeats']} runs "
         f"after {report['warmup']} warm-up. RTF = time / generated audio of the whole batch.",
         "",
         "| setting | batch | backbone calls x batch | sample s | vocoder s | RTF | RTF with vocoder |",
@@ -440,7 +440,7 @@ def markdown(report: dict[str, Any]) -> str:
         verdict = "met" if comparison["target_met"] else "not met"
         lines += [
             "",
-            f"F5-TTS 1.1.20 on this model and machine (issue 8, fp32, 5 s of audio): "
+            f"F5-TTS 1.1.20 on this model and machine (fp32, 5 s of audio): "
             f"{comparison['f5tts_s']['32 uniform']} s at 32 steps, {comparison['f5tts_s']['7 EPSS']} s at 7 EPSS "
             f"steps (sampling only). f5lite here ({comparison['basis']}; {comparison['dtype']}"
             f"{', compiled' if comparison.get('compile') else ''}; batch 1): "

@@ -6,7 +6,7 @@ The batch is given by its mel and text lengths, so any implementation can run th
         perf.precision=no perf.ac.mode=full
 
 The model and every optimization come from a recipe plus `key=value` overrides, and go through the trainer's own
-set-up code (`build_training_model`, `make_optimizer`, `CFM`), so what is measured is what training runs. One JSON
+set-up code (`build_model`, `make_optimizer`, `CFM`), so what is measured is what training runs. One JSON
 line is printed. Peak memory is CUDA's max allocated on a GPU and the process's peak RSS on a CPU (run one
 configuration per process for a clean figure; `scripts/ablate.py` does). MFU divides the analytic model FLOPs
 (`f5lite.bench.training_flops`, valid frames, no recompute) by the GPU's dense bf16 peak, or on a CPU by a measured
@@ -31,13 +31,13 @@ import torch
 from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT, PEAK_FLOPS, model_flops_utilization, training_flops
 from f5lite.config import compose_config
 from f5lite.models.cfm import CFM
-from f5lite.train.store import CheckpointStore
-from f5lite.train.trainer import build_training_model, make_optimizer
-from f5lite.train.tree import flatten
+from f5lite.storage.store import CheckpointStore
+from f5lite.storage.tree import flatten
+from f5lite.train.setup import build_model, make_optimizer
 
 PRESETS = {
     "tiny": ["model.dim=64", "model.depth=2", "model.heads=4", "model.dim_head=16", "model.text_dim=32"],
-    # The mid-size DiT of the CPU target (F5-TTS's numbers were measured on it).
+    # The mid-size DiT the CPU benchmarks and the F5-TTS comparisons share.
     "mid": [f"model.{key}={value}" for key, value in MID_DIT.items()],
     "base": [],
 }
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     device = torch.device(args.device)
     overrides = [f"+recipe={args.recipe}", *PRESETS[args.preset], *args.overrides]
     cfg = compose_config(overrides)
-    setup = build_training_model(cfg, VOCAB, None, device)
+    setup = build_model(cfg, VOCAB, None, device)
     backbone, ema = setup.backbone, setup.ema
     optimizer = make_optimizer(cfg, backbone, device)
     model = CFM(backbone).train()

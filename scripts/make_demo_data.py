@@ -23,7 +23,7 @@ from pathlib import Path
 import soundfile as sf
 
 from f5lite.audio import SAMPLE_RATE, load_audio
-from f5lite.data import PrepareOptions, prepare
+from f5lite.prepare import PrepareOptions, prepare
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "f5lite" / "demo_data"

@@ -43,6 +43,7 @@ class Mutant:
 
 
 TRAINER = "f5lite/train/trainer.py"
+SETUP = "f5lite/train/setup.py"
 RESUME = ("tests/test_train_resume.py",)
 SKIP = ("tests/test_train_loop.py::test_non_finite_update_is_skipped_by_optimizer_schedule_and_ema",)
 OPTIONS = "tests/test_train_options.py"
@@ -55,7 +56,7 @@ MUTANTS = (
     Mutant(
         "A",
         "perf.compile ignored by the trainer",
-        TRAINER,
+        SETUP,
         "    if cfg.perf.compile:",
         "    if False:",
         (f"{OPTIONS}::test_compile_through_the_trainer",),
@@ -103,7 +104,7 @@ MUTANTS = (
     Mutant(
         "E",
         "perf.ac ignored by the trainer",
-        TRAINER,
+        SETUP,
         "apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)",
         'apply_ac(backbone, "none", cfg.perf.ac.every_n)',
         (f"{OPTIONS}::test_activation_checkpointing_through_the_trainer",),
@@ -111,7 +112,7 @@ MUTANTS = (
     Mutant(
         "E2",
         "perf.ac.every_n ignored by the trainer",
-        TRAINER,
+        SETUP,
         "apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)",
         "apply_ac(backbone, cfg.perf.ac.mode, 1)",
         (f"{OPTIONS}::test_activation_checkpointing_through_the_trainer",),
@@ -167,9 +168,9 @@ MUTANTS = (
     Mutant(
         "K",
         "export and model=RUN_DIR use the online weights instead of the EMA",
-        "f5lite/train/export.py",
-        'load_backbone_weights(backbone, ckpt.tensors["ema"])',
-        'load_backbone_weights(backbone, ckpt.tensors["model"])',
+        "f5lite/storage/sources.py",
+        'weights = ckpt.tensors["ema"]',
+        'weights = ckpt.tensors["model"]',
         EXPORT,
     ),
     Mutant(

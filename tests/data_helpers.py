@@ -1,4 +1,4 @@
-"""Builders of small audio datasets for the data tests (written with soundfile, a few hundred kB at most)."""
+"""Builders of small audio datasets for the data and prepare tests (written with soundfile, a few hundred kB each)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ from types import ModuleType
 
 import pytest
 
+import f5lite
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_infer.py"
 # Backbone calls of the four settings: 32 uniform, 16, 7 EPSS, 7 EPSS with one zero-init step.
 EXPECTED_CALLS = {"32 uniform": 32, "16": 16, "7 EPSS": 7, "7 EPSS + CFG-Zero*": 6}
@@ -43,9 +45,21 @@ def bench() -> ModuleType:
     del sys.modules["bench_infer"]
 
 
-def test_quick_run_counts_backbone_calls_and_writes_reports(bench, tmp_path, capsys):
+def test_quick_run_counts_backbone_calls_and_writes_reports(bench, tmp_path, capsys, monkeypatch):
+    given = []
+    real = f5lite.sample
+
+    def spy(backbone, cond, text, duration, options=None, **kwargs):
+        given.append(options)
+        return real(backbone, cond, text, duration, options, **kwargs)
+
+    monkeypatch.setattr(f5lite, "sample", spy)
     argv = ["--quick", "--seconds", "0.5", "--ref-seconds", "0.25", "--batches", "1,2", "--warmup", "0"]
     assert bench.main([*argv, "--threads", "1", "--out-dir", str(tmp_path)]) == 0
+    # Per batch size: one step for the vocoder's input, then each setting's options, passed whole.
+    vocoder_input = f5lite.SamplerOptions(steps=1, cfg_strength=2.0, sway=-1.0)
+    assert given == [vocoder_input, *(setting.options for setting in bench.SETTINGS)] * 2
+    assert all(s.options.cfg_strength == 2.0 and s.options.sway == -1.0 for s in bench.SETTINGS)
 
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(row["batch"], row["setting"]) for row in rows] == [(b, name) for b in (1, 2) for name in EXPECTED_CALLS]
@@ -67,6 +81,10 @@ def test_quick_run_counts_backbone_calls_and_writes_reports(bench, tmp_path, cap
     machine = report["machine"]
     assert machine["torch_threads"] == 1 and machine["cpu"] and machine["torch"]
     assert report["model"]["dim"] == 64 and report["f5tts_comparison"] is None  # a tiny model: no comparison
+    assert (report["cfg_strength"], report["sway"]) == (2.0, -1.0)
+    for row in rows:
+        options = next(s.options for s in bench.SETTINGS if s.name == row["setting"])
+        assert {key: row[key] for key in bench.VARIED} == {key: getattr(options, key) for key in bench.VARIED}
 
     table = [line for line in (tmp_path / "infer_cpu_quick.md").read_text().splitlines() if line.startswith("| ")]
     assert len(table) == 2 + len(rows)
@@ -113,7 +131,7 @@ def _report(bench, seconds: float, **changes) -> dict:
     return {**report, "audio_seconds": 5.0027, "results": rows, **changes}
 
 
-def test_f5tts_comparison_only_for_the_issue_model_at_batch_1_and_5_seconds(bench):
+def test_f5tts_comparison_only_for_the_benchmark_model_at_batch_1_and_5_seconds(bench):
     met = bench.f5tts_comparison(_report(bench, 2.2))
     assert met["ratio_7_epss_cfg_zero_to_f5tts_7_epss"] == pytest.approx(2.2 / 2.6, abs=1e-3)
     assert met["target_met"] is True and met["basis"].startswith("5 s generated after 2.01 s")

@@ -10,7 +10,8 @@ from data_helpers import write_tone
 
 from f5lite.audio import load_audio, log_mel
 from f5lite.config import DataConfig, compose_config
-from f5lite.data import Collate, ManifestDataset, PrepareOptions, build_train_data, prepare
+from f5lite.data import Collate, ManifestDataset, build_train_data
+from f5lite.prepare import PrepareOptions, prepare
 from f5lite.text import PAD_ID, TextEncoder, load_vocab
 
 SECONDS = [0.6, 1.0, 1.4, 0.8, 1.9, 1.2, 0.5, 1.7, 1.1, 0.9]

@@ -12,11 +12,13 @@ from trainer_helpers import Record, assert_same_tensors, final_state, recording
 
 from f5lite import build_backbone
 from f5lite.config import compose_config
-from f5lite.data import PrepareOptions, prepare
 from f5lite.infer.cli import main as infer
 from f5lite.models.checkpoint import PREFIX
+from f5lite.prepare import PrepareOptions, prepare
+from f5lite.storage.lora import merge_lora
+from f5lite.storage.sources import TEXT_TABLE
 from f5lite.train import Trainer
-from f5lite.train.finetune import TEXT_TABLE, grow_text_table, merge_lora
+from f5lite.train.finetune import grow_text_table
 
 ASSETS = Path(__file__).parent / "assets" / "f5tts_compat"
 DEMO = Path(__file__).parents[1] / "f5lite" / "demo_data"
@@ -177,10 +179,10 @@ def test_lora_needs_pretrained_weights() -> None:
 def test_lora_with_activation_checkpointing_and_compile(
     data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import f5lite.train.trainer as trainer_module
+    import f5lite.train.setup as train_setup
 
-    real = trainer_module.apply_compile
-    monkeypatch.setattr(trainer_module, "apply_compile", lambda m, **kw: real(m, **{**kw, "backend": "aot_eager"}))
+    real = train_setup.apply_compile
+    monkeypatch.setattr(train_setup, "apply_compile", lambda m, **kw: real(m, **{**kw, "backend": "aot_eager"}))
     torch._dynamo.reset()
     plain = Trainer(compose_config(overrides(data_dir, tmp_path / "a", "finetune.lora.rank=2")))
     fast = Trainer(
@@ -211,3 +213,15 @@ def test_adapter_only_export(data_dir: Path, tmp_path: Path) -> None:
     assert config["r"] == 2 and config["lora_alpha"] == 4
     assert export([str(run), "--out", str(tmp_path / "again")]) == 0  # on demand, same format
     assert (tmp_path / "again" / "adapter_model.safetensors").is_file()
+    # The adapter export loads (adapters folded into the base it names) to exactly the run's merged weights.
+    from f5lite.storage import SourceKind, load_source
+
+    adapter, merged = load_source(run / "export"), load_source(run)
+    assert adapter.kind is SourceKind.ADAPTER and merged.kind is SourceKind.RUN
+    assert adapter.model == merged.model and adapter.vocab.tokens == merged.vocab.tokens  # type: ignore[union-attr]
+    for key, value in merged.backbone.state_dict().items():
+        torch.testing.assert_close(adapter.backbone.state_dict()[key], value, rtol=0, atol=0, msg=key)
+    wav = tmp_path / "adapter.wav"
+    ref = DEMO / "audio" / "us_male" / "000_us_male.ogg"
+    args = [f"model={run / 'export'}", f"ref_audio={ref}", "ref_text=The kettle.", "text=Hello there."]
+    assert infer([*args, f"output={wav}", "vocoder=griffinlim", "sample.steps=2", "seed=1", "device=cpu"]) == 0

@@ -10,8 +10,18 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 import torch
-from infer_assets import GEN_TEXT, REF_TEXT, VOCAB_FILE, expected_samples, make_model_files, make_reference
+from infer_assets import (
+    GEN_TEXT,
+    NON_DEFAULT,
+    REF_TEXT,
+    VOCAB_FILE,
+    expected_samples,
+    make_model_files,
+    make_reference,
+    spy_on_sample,
+)
 
+from f5lite import SamplerOptions
 from f5lite.infer.cli import compose_infer_config, main
 
 
@@ -79,6 +89,15 @@ def test_zero_values_are_accepted(files, first_wav, tmp_path):
     assert (cfg.sample.cfg_strength, cfg.sample.sway, cfg.cross_fade) == (0.0, 0.0, 0.0)
     assert sf.info(out).frames == expected_samples()
     assert out.read_bytes() != first_wav
+
+
+def test_every_sampler_setting_on_the_command_line_reaches_sample(files, tmp_path, monkeypatch):
+    seen = spy_on_sample(monkeypatch)
+    out = tmp_path / "options.wav"
+    settings = {f"sample.{name}": str(value).lower() for name, value in NON_DEFAULT.items()}
+    assert main(base_args(files, out, seed="7", **settings)) == 0
+    assert seen == [(SamplerOptions(**NON_DEFAULT), 7)]
+    assert sf.info(out).frames == expected_samples(speed=NON_DEFAULT["speed"])
 
 
 def test_contract_keys_and_free_text_reach_the_config(files, tmp_path):

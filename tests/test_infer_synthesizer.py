@@ -1,4 +1,5 @@
-"""`f5lite.Synthesizer`: the Python API, chunked long text, loudness and vocoder checks."""
+"""`f5lite.Synthesizer`: the Python API, sampler options passed whole, chunked long text, loudness and vocoder
+checks."""
 
 from __future__ import annotations
 
@@ -6,13 +7,25 @@ from pathlib import Path
 
 import pytest
 import torch
-from infer_assets import ASSETS, GEN_TEXT, REF_TEXT, expected_samples, make_model_files, make_reference
+from infer_assets import (
+    ASSETS,
+    GEN_TEXT,
+    NON_DEFAULT,
+    REF_TEXT,
+    expected_samples,
+    make_model_files,
+    make_reference,
+    spy_on_sample,
+)
 
 import f5lite
 import f5lite.infer.chunking as chunking
 import f5lite.infer.synthesizer as synthesizer_module
 from f5lite.audio import GriffinLimVocoder, VocosVocoder
 from f5lite.infer import resolve_device
+from f5lite.sampling.options import OPTION_NAMES
+
+TWO_STEPS = f5lite.SamplerOptions(steps=2)
 
 
 @pytest.fixture(scope="module")
@@ -39,48 +52,56 @@ def test_compile_option_compiles_the_loaded_backbone(files, monkeypatch):
 
 
 def test_synthesize_returns_audio_of_the_estimated_duration(synth, files):
-    wave, rate = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, steps=2, seed=0)
+    wave, rate = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, TWO_STEPS, seed=0)
     assert rate == 24000 and wave.dtype == torch.float32 and wave.dim() == 1 and wave.device.type == "cpu"
     assert wave.shape[0] == expected_samples()
     assert torch.isfinite(wave).all()
-    slow, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, steps=2, seed=0, speed=0.5)
+    slow, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, f5lite.SamplerOptions(steps=2, speed=0.5), seed=0)
     assert slow.shape[0] == expected_samples(speed=0.5)
 
 
-def test_every_sampler_setting_is_passed_through(synth, files, monkeypatch):
-    seen = []
-    real = synthesizer_module.sample
+def test_every_option_is_non_default_in_the_pass_through_tests():
+    assert set(NON_DEFAULT) == set(OPTION_NAMES)
+    defaults = f5lite.SamplerOptions()
+    assert all(value != getattr(defaults, name) for name, value in NON_DEFAULT.items())
 
-    def spy(*args, **kwargs):
-        seen.append(kwargs)
-        return real(*args, **kwargs)
 
-    monkeypatch.setattr(synthesizer_module, "sample", spy)
-    settings = {
-        "steps": 5,
-        "method": "midpoint",
-        "schedule": "epss",
-        "sway_sampling_coef": None,
-        "cfg_strength": 1.5,
-        "cfg_zero_init_steps": 1,
-        "cfg_zero_star": True,
-        "seed": 4,
-    }
-    synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, **settings)
-    assert seen == [settings]
+def test_every_sampler_setting_reaches_sample(synth, files, monkeypatch):
+    seen = spy_on_sample(monkeypatch)
+    options = f5lite.SamplerOptions(**NON_DEFAULT)
+    wave, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, options, seed=4)
+    assert seen == [(options, 4)] and seen[0][0] is options  # passed whole, not rebuilt
+    assert wave.shape[0] == expected_samples(speed=NON_DEFAULT["speed"])  # speed sets the duration here
+
+
+def test_legacy_keywords_of_synthesize_still_work_with_a_deprecation_warning(synth, files, monkeypatch):
+    seen = spy_on_sample(monkeypatch)
+    renamed = {"sway": "sway_sampling_coef"}
+    legacy = {renamed.get(name, name): value for name, value in NON_DEFAULT.items()}
+    with pytest.warns(DeprecationWarning) as caught:
+        old, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, seed=4, **legacy)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert "synthesize(" in str(caught[0].message) and "sway=0.5" in str(caught[0].message)
+    new, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, f5lite.SamplerOptions(**NON_DEFAULT), seed=4)
+    assert seen == [(f5lite.SamplerOptions(**NON_DEFAULT), 4)] * 2
+    assert torch.equal(old, new)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="speed=0 is not valid"):
+        synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, speed=0)
+    with pytest.raises(TypeError, match="unexpected keyword arguments: cfg"):
+        synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, cfg=2.0)
 
 
 def test_reference_as_waveform_equals_reference_as_file(synth, files):
-    from_file, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, steps=2, seed=0)
-    from_tensor, _ = synth.synthesize(GEN_TEXT, f5lite.load_audio(files["ref"]), REF_TEXT, steps=2, seed=0)
+    from_file, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, TWO_STEPS, seed=0)
+    from_tensor, _ = synth.synthesize(GEN_TEXT, f5lite.load_audio(files["ref"]), REF_TEXT, TWO_STEPS, seed=0)
     assert torch.equal(from_file, from_tensor)
 
 
 def test_quiet_reference_is_normalized_then_output_restored(synth, files):
     wave = f5lite.load_audio(files["ref"])
     wave = wave / wave.square().mean().sqrt()  # RMS 1
-    louder, _ = synth.synthesize(GEN_TEXT, wave * 0.05, REF_TEXT, steps=2, seed=0)
-    quieter, _ = synth.synthesize(GEN_TEXT, wave * 0.02, REF_TEXT, steps=2, seed=0)
+    louder, _ = synth.synthesize(GEN_TEXT, wave * 0.05, REF_TEXT, TWO_STEPS, seed=0)
+    quieter, _ = synth.synthesize(GEN_TEXT, wave * 0.02, REF_TEXT, TWO_STEPS, seed=0)
     # Both references are raised to RMS 0.1, so the model hears the same clip; the outputs differ by 0.05 / 0.02.
     assert torch.allclose(louder, quieter * 2.5, atol=1e-4 * louder.abs().max().item())
 
@@ -92,10 +113,10 @@ def test_long_text_is_chunked_and_cross_faded(synth, files, monkeypatch, capsys)
     chunks = chunking.chunk_text(text, chunking.max_chunk_bytes(REF_TEXT, 9984 / 24000))
     assert chunks == ["DEAF CAB.", "BAD FACE.", "A BEE FED."]
     lengths = [expected_samples(chunk) for chunk in chunks]
-    wave, _ = synth.synthesize(text, files["ref"], REF_TEXT, steps=2, seed=0, cross_fade=0.01, progress=True)
+    wave, _ = synth.synthesize(text, files["ref"], REF_TEXT, TWO_STEPS, seed=0, cross_fade=0.01, progress=True)
     assert wave.shape[0] == sum(lengths) - 2 * 240
     assert "3/3" in capsys.readouterr().err
-    joined, _ = synth.synthesize(text, files["ref"], REF_TEXT, steps=2, seed=0, cross_fade=0)
+    joined, _ = synth.synthesize(text, files["ref"], REF_TEXT, TWO_STEPS, seed=0, cross_fade=0)
     assert joined.shape[0] == sum(lengths)
 
 
@@ -119,10 +140,10 @@ def test_bad_inputs_raise_one_line_value_errors(synth, files):
     ]
     for args, pattern in cases:
         with pytest.raises(ValueError, match=pattern) as info:
-            synth.synthesize(*args, steps=2)
+            synth.synthesize(*args, TWO_STEPS)
         assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="reference audio is 22.0 s long"):
-        synth.synthesize(GEN_TEXT, torch.zeros(22 * 24000) + 0.1, REF_TEXT, steps=2)
+        synth.synthesize(GEN_TEXT, torch.zeros(22 * 24000) + 0.1, REF_TEXT, TWO_STEPS)
 
 
 def test_official_checkpoint_loads_with_recipe_and_vocab(files, synth):
@@ -139,7 +160,7 @@ def test_official_checkpoint_loads_with_recipe_and_vocab(files, synth):
         synth.backbone.state_dict().items(), loaded.backbone.state_dict().values(), strict=True
     ):
         assert torch.equal(ours.to(theirs.dtype), theirs), name
-    wave, _ = loaded.synthesize(GEN_TEXT, files["ref"], REF_TEXT, steps=2, seed=0)
+    wave, _ = loaded.synthesize(GEN_TEXT, files["ref"], REF_TEXT, TWO_STEPS, seed=0)
     assert wave.dtype == torch.float32 and torch.isfinite(wave).all()
     with pytest.raises(ValueError, match="drop recipe/vocab"):
         f5lite.Synthesizer.from_pretrained(files["export"], vocoder=synth.vocoder, recipe="debug_tiny")

@@ -117,7 +117,7 @@ def test_memory_budget_dropout_bug_still_present() -> None:
 def _sample(model: torch.nn.Module, frames: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(3)
     cond, text = torch.randn(1, 12, 100, generator=g), torch.randint(0, 40, (1, 9), generator=g)
-    return f5lite.sample(model, cond, text, frames, steps=3, cfg_strength=2.0, seed=0)
+    return f5lite.sample(model, cond, text, frames, f5lite.SamplerOptions(steps=3, cfg_strength=2.0), seed=0)
 
 
 def test_inference_compile_samples_like_eager() -> None:

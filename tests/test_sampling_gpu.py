@@ -11,6 +11,7 @@ from safetensors.torch import load_file
 
 import f5lite
 import f5lite.sampling.sampler as sampler_module
+from f5lite import SamplerOptions
 from f5lite.models import load_backbone_weights
 from f5lite.models.cfm import draw_flow_randomness
 
@@ -41,8 +42,8 @@ def test_recorded_f5tts_sample_on_cuda():
         recorded["s3_ref_mel"],
         recorded["s3_text"],
         recorded["s3_duration"],
+        SamplerOptions(steps=8),
         lens=recorded["s3_lens"],
-        steps=8,
         noise=recorded["s3_y0"],
     )
     assert (out - recorded["s3_out"]).abs().max() <= 1e-3
@@ -56,10 +57,8 @@ def test_half_precision_backbone_on_cuda_keeps_a_float32_state():
             recorded["s1_ref_mel"],
             recorded["s1_text"],
             100,
-            steps=7,
+            SamplerOptions(steps=7, cfg_zero_init_steps=1, cfg_zero_star=True),
             seed=0,
-            cfg_zero_init_steps=1,
-            cfg_zero_star=True,
         )
         assert out.dtype == torch.float32 and torch.isfinite(out).all()
 

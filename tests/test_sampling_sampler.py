@@ -1,10 +1,12 @@
-"""`f5lite.sample`: F5-TTS's recorded outputs, backbone call counts, CFG-Zero*, caching and input handling."""
+"""`f5lite.sample`: F5-TTS's recorded outputs, backbone call counts, CFG-Zero*, caching, input handling and the
+deprecated keyword settings."""
 
 from __future__ import annotations
 
 import copy
 import json
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from tiny_models import tiny_backbone
 import f5lite
 import f5lite.sampling.sampler as sampler_module
 from f5lite.models import load_backbone_weights
-from f5lite.sampling import effective_durations, time_grid
+from f5lite.sampling import SamplerOptions, effective_durations, time_grid
 
 CASES = {"s1": 8, "s2": 7, "s3": 8}
 
@@ -46,10 +48,8 @@ def run_case(model, recorded, case, **kwargs):
         recorded[f"{case}_ref_mel"],
         recorded[f"{case}_text"],
         recorded[f"{case}_duration"],
+        SamplerOptions(steps=CASES[case], cfg_strength=2.0, sway=-1.0),
         lens=recorded[f"{case}_lens"],
-        steps=CASES[case],
-        cfg_strength=2.0,
-        sway_sampling_coef=-1.0,
         **kwargs,
     )
 
@@ -77,7 +77,7 @@ def test_reference_region_is_restored_and_durations_follow_f5tts_rule(recorded, 
     text, lens = recorded["s3_text"], recorded["s3_lens"]
     durations = effective_durations(torch.tensor([30, 10]), text, lens)
     assert durations.tolist() == [41, 29]  # max(text ids, ref frames) + 1 wins over the request
-    out = f5lite.sample(model, recorded["s3_ref_mel"], text, [30, 10], lens=lens, steps=2)
+    out = f5lite.sample(model, recorded["s3_ref_mel"], text, [30, 10], SamplerOptions(steps=2), lens=lens)
     assert out.shape == (2, 41, 100)
     assert torch.equal(out[0, :40], recorded["s3_ref_mel"][0])
     assert torch.equal(out[1, :28], recorded["s3_ref_mel"][1, :28])
@@ -122,12 +122,8 @@ def test_backbone_call_counts(recorded, steps, schedule, method, cfg, zero_init,
         recorded["s3_ref_mel"],
         recorded["s3_text"],
         60,
+        SamplerOptions(steps=steps, schedule=schedule, method=method, cfg_strength=cfg, cfg_zero_init_steps=zero_init),
         lens=recorded["s3_lens"],
-        steps=steps,
-        schedule=schedule,
-        method=method,
-        cfg_strength=cfg,
-        cfg_zero_init_steps=zero_init,
     )
     counter.close()
     assert counter.batches == expected  # b = 2: one call of 2b per evaluation with CFG, of b without
@@ -137,7 +133,7 @@ def test_backbone_call_counts(recorded, steps, schedule, method, cfg, zero_init,
 def test_zero_init_equals_starting_the_solve_later(recorded, model):
     # The first K steps have zero velocity: the state stays at the noise until grid point K.
     ref, text, noise = recorded["s1_ref_mel"], recorded["s1_text"], recorded["s1_y0"]
-    out = f5lite.sample(model, ref, text, 100, steps=8, cfg_zero_init_steps=2, noise=noise)
+    out = f5lite.sample(model, ref, text, 100, SamplerOptions(steps=8, cfg_zero_init_steps=2), noise=noise)
     grid = time_grid(8)
     field = sampler_module._velocity_field(model, torch.cat((ref, torch.zeros(1, 60, 100)), 1), text, None, 2.0, False)
     manual = sampler_module.integrate(field, noise, grid[2:], "euler")
@@ -145,12 +141,14 @@ def test_zero_init_equals_starting_the_solve_later(recorded, model):
 
 
 def test_zero_star_with_scale_one_equals_plain_cfg(recorded, model, monkeypatch):
-    kwargs = {"steps": 4, "cfg_strength": 2.0, "seed": 3, "lens": recorded["s3_lens"]}
-    plain = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], **kwargs)
-    star = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], cfg_zero_star=True, **kwargs)
+    kwargs = {"seed": 3, "lens": recorded["s3_lens"]}
+    options = SamplerOptions(steps=4, cfg_strength=2.0)
+    zero_star = SamplerOptions(steps=4, cfg_strength=2.0, cfg_zero_star=True)
+    plain = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], options, **kwargs)
+    star = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], zero_star, **kwargs)
     assert not torch.allclose(star, plain)
     monkeypatch.setattr(sampler_module, "optimized_scale", lambda v_c, v_u, mask: torch.ones(v_c.shape[0]))
-    forced = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], cfg_zero_star=True, **kwargs)
+    forced = f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], zero_star, **kwargs)
     assert torch.equal(forced, plain)
 
 
@@ -169,9 +167,8 @@ def test_zero_star_scale_is_per_sample_over_valid_frames(recorded, model, monkey
         recorded["s3_ref_mel"],
         recorded["s3_text"],
         [100, 76],
+        SamplerOptions(steps=3, cfg_zero_star=True),
         lens=recorded["s3_lens"],
-        steps=3,
-        cfg_zero_star=True,
     )
     assert len(seen) == 3
     for mask, s, alone in seen:
@@ -184,8 +181,9 @@ def test_batch_one_passes_no_mask_and_batches_pass_duration_masks(recorded):
     model = tiny_backbone("dit").eval()
     masks = []
     handle = model.register_forward_hook(lambda m, args, kwargs, out: masks.append(args[4]), with_kwargs=True)
-    f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, steps=1)
-    f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], lens=recorded["s3_lens"], steps=1)
+    one_step = SamplerOptions(steps=1)
+    f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, one_step)
+    f5lite.sample(model, recorded["s3_ref_mel"], recorded["s3_text"], [100, 76], one_step, lens=recorded["s3_lens"])
     handle.remove()
     assert masks[0] is None
     assert masks[1].shape == (4, 100) and masks[1].sum(1).tolist() == [100, 76, 100, 76]
@@ -194,11 +192,12 @@ def test_batch_one_passes_no_mask_and_batches_pass_duration_masks(recorded):
 def test_text_cache_is_safe_across_threads_and_deepcopy(recorded, model):
     ref, lens = recorded["s3_ref_mel"], recorded["s3_lens"]
     texts = [recorded["s3_text"], recorded["s3_text"].flip(0), torch.full_like(recorded["s3_text"], 5)]
-    expected = [f5lite.sample(model, ref, t, 80, lens=lens, steps=3, seed=0) for t in texts]
+    three = SamplerOptions(steps=3)
+    expected = [f5lite.sample(model, ref, t, 80, three, lens=lens, seed=0) for t in texts]
     results: dict[int, torch.Tensor] = {}
 
     def worker(i):
-        results[i] = f5lite.sample(model, ref, texts[i % 3], 80, lens=lens, steps=3, seed=0)
+        results[i] = f5lite.sample(model, ref, texts[i % 3], 80, three, lens=lens, seed=0)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
     for thread in threads:
@@ -208,23 +207,25 @@ def test_text_cache_is_safe_across_threads_and_deepcopy(recorded, model):
     for i in range(6):
         assert torch.equal(results[i], expected[i % 3])
     twin = copy.deepcopy(model)
-    assert torch.equal(f5lite.sample(twin, ref, texts[0], 80, lens=lens, steps=3, seed=0), expected[0])
+    assert torch.equal(f5lite.sample(twin, ref, texts[0], 80, three, lens=lens, seed=0), expected[0])
     assert not any(isinstance(v, torch.Tensor) for k, v in vars(model).items() if not k.startswith("_"))
 
 
 def test_seed_gives_the_same_noise_whatever_the_batch(recorded, model):
-    one = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, steps=2, seed=7)
+    two = SamplerOptions(steps=2)
+    one = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, two, seed=7)
     pair = f5lite.sample(
-        model, recorded["s1_ref_mel"].repeat(2, 1, 1), recorded["s1_text"].repeat(2, 1), 100, steps=2, seed=7
+        model, recorded["s1_ref_mel"].repeat(2, 1, 1), recorded["s1_text"].repeat(2, 1), 100, two, seed=7
     )
     assert torch.allclose(pair[0], one[0], atol=1e-5) and torch.allclose(pair[1], one[0], atol=1e-5)
-    other = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, steps=2, seed=8)
+    other = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 100, two, seed=8)
     assert not torch.allclose(other, one)
 
 
 def test_half_precision_backbone_keeps_a_float32_state(recorded):
     model = tiny_backbone("dit").eval().to(torch.bfloat16)
-    out = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 60, steps=2, seed=0, cfg_zero_star=True)
+    options = SamplerOptions(steps=2, cfg_zero_star=True)
+    out = f5lite.sample(model, recorded["s1_ref_mel"], recorded["s1_text"], 60, options, seed=0)
     assert out.dtype == torch.float32 and torch.isfinite(out).all()
 
 
@@ -236,10 +237,9 @@ def test_other_backbones_sample(recorded, name):
         recorded["s3_ref_mel"],
         recorded["s3_text"],
         [60, 50],
+        SamplerOptions(steps=2, cfg_zero_star=True),
         lens=recorded["s3_lens"],
-        steps=2,
         seed=0,
-        cfg_zero_star=True,
     )
     assert out.shape == (2, 60, 100) and torch.isfinite(out).all()
 
@@ -254,9 +254,57 @@ def test_bad_inputs_are_refused(recorded, model):
         f5lite.sample(model, ref, text.float(), 100)
     with pytest.raises(ValueError, match="duration must be"):
         f5lite.sample(model, ref, text, [100, 90])
+    with pytest.raises(ValueError, match="lens must have shape"):
+        f5lite.sample(model, ref, text, 100, lens=torch.tensor([40, 40]))
+    # Bad settings are refused once, when the options are built (more in test_sampling_options.py).
     with pytest.raises(ValueError, match="cfg_zero_init_steps=4"):
-        f5lite.sample(model, ref, text, 100, steps=4, cfg_zero_init_steps=4)
+        f5lite.sample(model, ref, text, 100, SamplerOptions(steps=4, cfg_zero_init_steps=4))
     with pytest.raises(ValueError, match="cfg_strength"):
-        f5lite.sample(model, ref, text, 100, cfg_strength=-1.0)
+        f5lite.sample(model, ref, text, 100, SamplerOptions(cfg_strength=-1.0))
     with pytest.raises(ValueError, match="method='heun'"):
-        f5lite.sample(model, ref, text, 100, steps=2, method="heun")
+        f5lite.sample(model, ref, text, 100, SamplerOptions(steps=2, method="heun"))
+    with pytest.raises(TypeError, match="options must be a SamplerOptions"):
+        f5lite.sample(model, ref, text, 100, {"steps": 2})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unexpected keyword arguments: speed"):
+        f5lite.sample(model, ref, text, 100, speed=2.0)  # durations are given: speed never was a keyword here
+    with pytest.raises(TypeError, match="unexpected keyword arguments: sway_coef"):
+        f5lite.sample(model, ref, text, 100, sway_coef=-1.0)
+
+
+# Every old keyword, with a value that is not its default, and the option it became.
+LEGACY = {
+    "steps": ("steps", 5),
+    "method": ("method", "midpoint"),
+    "schedule": ("schedule", "epss"),
+    "sway_sampling_coef": ("sway", None),
+    "cfg_strength": ("cfg_strength", 1.5),
+    "cfg_zero_init_steps": ("cfg_zero_init_steps", 1),
+    "cfg_zero_star": ("cfg_zero_star", True),
+}
+
+
+def test_legacy_keywords_still_work_with_a_deprecation_warning(recorded, model):
+    ref, text, lens = recorded["s3_ref_mel"], recorded["s3_text"], recorded["s3_lens"]
+    legacy = {key: value for key, (_, value) in LEGACY.items()}
+    options = SamplerOptions(**dict(LEGACY.values()))
+    with pytest.warns(DeprecationWarning) as caught:
+        old = f5lite.sample(model, ref, text, [60, 50], lens=lens, seed=0, **legacy)
+    assert len(caught) == 1 and caught[0].filename == __file__  # attributed to the caller's line
+    message = str(caught[0].message)
+    assert "sample(" in message and "sway_sampling_coef=..." in message and "sway=None" in message
+    assert "options=SamplerOptions(" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        new = f5lite.sample(model, ref, text, [60, 50], options, lens=lens, seed=0)
+    assert torch.equal(old, new)
+    # A keyword overrides that setting of the options given with it; the others stay.
+    with pytest.warns(DeprecationWarning, match=r"SamplerOptions\(steps=2\)"):
+        mixed = f5lite.sample(
+            model, ref, text, [60, 50], SamplerOptions(steps=5, cfg_strength=0), lens=lens, seed=0, steps=2
+        )
+    assert torch.equal(
+        mixed, f5lite.sample(model, ref, text, [60, 50], SamplerOptions(steps=2, cfg_strength=0), lens=lens, seed=0)
+    )
+    # An invalid old-style value is refused by SamplerOptions' own check.
+    with pytest.raises(ValueError, match="cfg_zero_init_steps=4 is not valid"), pytest.warns(DeprecationWarning):
+        f5lite.sample(model, ref, text, 100, steps=4, cfg_zero_init_steps=4)

@@ -11,7 +11,7 @@ import torch
 
 from f5lite.text import EncodedText, TextEncoder, Vocab, load_vocab
 
-# Ids copied from the F5-TTS compatibility fixtures (shared/fixtures/f5tts_compat, F5-TTS commit 2ae2c9b), built by
+# Ids copied from the F5-TTS compatibility fixtures (tests/assets/f5tts_compat, F5-TTS commit 2ae2c9b), built by
 # F5-TTS's `list_str_to_idx` with the fixture vocab.txt ("custom" tokenizer: each character looked up as is).
 # dit_tiny.io.safetensors, key `text` (2, 44): json io.text_strings.
 IO_TEXTS = ["BAD CAFE, 42 BEEF! (HEAD-FED)", "ACE 7: DAB? x=1.5% #9 @GH + \"FADE\" 'CAB' 0/8"]

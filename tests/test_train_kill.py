@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from f5lite.train.store import CheckpointStore
+from f5lite.storage.store import CheckpointStore
 
 ARGS = [
     "+recipe=debug_tiny", "data.num_workers=0", "logger.every=1", "ckpt.every=1", "ckpt.async=true",

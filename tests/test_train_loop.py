@@ -146,31 +146,6 @@ def test_two_gloo_processes_train_and_write_one_checkpoint(tmp_path: Path) -> No
     assert '"num_replicas": 2' in meta
 
 
-def test_metrics_and_ema_samples_are_logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from f5lite.train.loggers import MetricLogger
-
-    class Recorder(MetricLogger):
-        def __init__(self) -> None:
-            self.metrics: list[tuple[int, dict[str, float]]] = []
-            self.samples: list[tuple[torch.Tensor, torch.Tensor, int, int]] = []
-
-        def log(self, metrics: dict[str, float], step: int) -> None:
-            self.metrics.append((step, metrics))
-
-        def log_sample(self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int) -> None:
-            self.samples.append((mel, audio, sample_rate, step))
-
-    recorder = Recorder()
-    monkeypatch.setattr(trainer_module, "make_logger", lambda *a, **kw: recorder)
-    make(tmp_path, "optim.max_updates=4", "logger.sample_every=2", "sample.steps=2").fit()
-    assert [step for step, _ in recorder.metrics] == [2, 4]
-    assert set(recorder.metrics[0][1]) == {"loss", "lr", "frames_per_s", "skipped_updates"}
-    assert [s[3] for s in recorder.samples] == [2, 4]
-    mel, audio, rate, _ = recorder.samples[0]
-    assert mel.shape[1] == 100 and rate == 24000 and audio.shape == ((mel.shape[0] - 1) * 256,)
-    assert torch.isfinite(audio).all()
-
-
 def test_tensorboard_logger_writes_events(tmp_path: Path) -> None:
     make(tmp_path, "optim.max_updates=2", "logger.backend=tensorboard").fit()
     assert list((tmp_path / "run" / "logs").glob("events.out.tfevents.*"))

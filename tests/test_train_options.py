@@ -13,7 +13,7 @@ import pytest
 import torch
 from trainer_helpers import make
 
-import f5lite.train.trainer as trainer_module
+import f5lite.train.setup as train_setup
 from f5lite.train.seeding import seed_step
 from f5lite.train.trainer import Trainer
 
@@ -66,8 +66,8 @@ def compiled_graphs(monkeypatch: pytest.MonkeyPatch) -> list[torch.fx.GraphModul
         graphs.append(gm)
         return aot_eager(gm, example_inputs)
 
-    real = trainer_module.apply_compile
-    monkeypatch.setattr(trainer_module, "apply_compile", lambda m, **kw: real(m, **{**kw, "backend": counting}))
+    real = train_setup.apply_compile
+    monkeypatch.setattr(train_setup, "apply_compile", lambda m, **kw: real(m, **{**kw, "backend": counting}))
     torch._dynamo.reset()
     yield graphs
     torch._dynamo.reset()

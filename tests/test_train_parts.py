@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from f5lite.config import compose_config
+from f5lite.storage.rundir import freeze_config, identity_hash
 from f5lite.train.ema import EMA, ema_decay
 from f5lite.train.loggers import mel_image
-from f5lite.train.rundir import freeze_config, identity_hash
 from f5lite.train.schedule import lr_factor
 from f5lite.train.seeding import step_seed
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from f5lite.train.store import CheckpointSaveError, CheckpointStore
-from f5lite.train.tree import flatten, unflatten
+from f5lite.storage.store import CheckpointSaveError, CheckpointStore
+from f5lite.storage.tree import flatten, unflatten
 
 
 def groups(step: int) -> dict[str, dict[str, torch.Tensor]]:
@@ -65,7 +65,7 @@ def test_unfinished_save_is_ignored_and_removed(tmp_path: Path) -> None:
 
 
 def test_async_error_surfaces_at_next_save_and_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import f5lite.train.store as store_module
+    import f5lite.storage.store as store_module
 
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
@@ -114,7 +114,7 @@ def test_optimizer_state_round_trip() -> None:
 
 CHILD = """
 import sys, torch
-from f5lite.train.store import CheckpointStore
+from f5lite.storage.store import CheckpointStore
 store = CheckpointStore(sys.argv[1], keep_last=2, async_save=True)
 last = store.load_latest()
 step = 0 if last is None else last.step  # a restarted run resumes

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from f5lite.config import compose_config
-from f5lite.data import demo_dir
+from f5lite.paths import demo_dir
 from f5lite.train import Trainer
 
 BASE = ["+recipe=debug_tiny", "data.num_workers=0", "logger.every=2", "ckpt.every=100", "optim.warmup_updates=4"]

@@ -7,7 +7,7 @@ dataclass validates itself in `__post_init__`, which OmegaConf runs when the com
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from omegaconf import MISSING
 
@@ -203,32 +203,18 @@ class CkptConfig:
         check_choice("ckpt.export_dtype", self.export_dtype, WEIGHT_DTYPES)
 
 
-@dataclass
-class SampleConfig:
+@dataclass(frozen=True)
+class SampleConfig(SamplerOptions):
     """Sampler settings used for training samples and by `f5lite-infer`.
 
-    Every field but `seed`, `vocoder` and `vocoder_source` is a `SamplerOptions` field of the same name and
-    meaning; `sampler_options()` builds that value, and its checks are the ones applied here.
+    The sampler's own settings (`steps`, `method`, `schedule`, `sway`, `cfg_strength`, `cfg_zero_init_steps`,
+    `cfg_zero_star`, `speed`) are inherited from `SamplerOptions`, where each is documented and checked: one
+    definition for the config, the Python API and the command line. This section adds what is not a sampler setting.
+    Frozen like its base: `compose_config` merges overrides before the objects are made.
     """
 
-    steps: int = 32
-    """Number of ODE steps (function evaluations without CFG-Zero*'s skipped ones)."""
-    method: str = "euler"
-    """ODE solver: `euler` or `midpoint`."""
-    schedule: str = "auto"
-    """Time grid: `uniform`, `epss` (Fast F5-TTS tables), or `auto` (EPSS when a table exists, as F5-TTS does)."""
-    sway: float | None = -1.0
-    """Sway sampling coefficient (F5-TTS uses -1); `null` turns it off."""
-    cfg_strength: float = 2.0
-    """Classifier-free guidance strength; 0 runs only the conditional pass."""
-    cfg_zero_init_steps: int = 0
-    """CFG-Zero*: the first N steps return zero velocity without calling the network."""
-    cfg_zero_star: bool = False
-    """CFG-Zero*: scale the unconditional velocity by the per-sample optimized factor."""
-    speed: float = 1.0
-    """Speech speed factor used to estimate the generated duration."""
     seed: int | None = None
-    """Seed of the initial noise; `null` draws a random one."""
+    """Seed of the initial noise; `null` draws a random one (training samples then use the run's `seed`)."""
     vocoder: str = "vocos"
     """Vocoder: `vocos` or `griffin_lim` (no weights, works offline)."""
     vocoder_source: str = DEFAULT_VOCOS_REPO
@@ -236,23 +222,14 @@ class SampleConfig:
 
     def __post_init__(self) -> None:
         try:
-            self.sampler_options()
-        except ValueError as err:  # its messages start with the field's name
+            super().__post_init__()
+        except ValueError as err:  # the sampler's messages start with the field's name
             raise ValueError(f"sample.{err}") from None
         check_choice("sample.vocoder", self.vocoder, VOCODER_NAMES)
 
     def sampler_options(self) -> SamplerOptions:
-        """The sampler settings of this section, as the value `sample` and `Synthesizer` take."""
-        return SamplerOptions(
-            steps=self.steps,
-            method=self.method,
-            schedule=self.schedule,
-            sway=self.sway,
-            cfg_strength=self.cfg_strength,
-            cfg_zero_init_steps=self.cfg_zero_init_steps,
-            cfg_zero_star=self.cfg_zero_star,
-            speed=self.speed,
-        )
+        """The sampler settings of this section, as the plain value `sample` and `Synthesizer` take."""
+        return SamplerOptions(**{f.name: getattr(self, f.name) for f in fields(SamplerOptions)})
 
 
 @dataclass

@@ -16,7 +16,8 @@ from omegaconf import OmegaConf
 from f5lite.config.infer_schema import InferConfig
 from f5lite.config.model import MODEL_SCHEMAS
 from f5lite.config.schema import TrainConfig
-from f5lite.data.demo import DEMO_RESOLVER, demo_dir
+from f5lite.config.structured import open_structured
+from f5lite.paths import DEMO_RESOLVER, demo_dir
 
 
 def register_configs(recipes_dir: Path) -> list[str]:
@@ -37,8 +38,8 @@ def register_configs(recipes_dir: Path) -> list[str]:
         # `data.dir: ${f5lite.demo_dir:}` names the shipped demo dataset whatever the working directory.
         OmegaConf.register_new_resolver(DEMO_RESOLVER, lambda: str(demo_dir()))
     store = ConfigStore.instance()
-    store.store(name="train_schema", node=TrainConfig)
-    store.store(name="infer_schema", node=InferConfig)
+    store.store(name="train_schema", node=open_structured(TrainConfig))
+    store.store(name="infer_schema", node=open_structured(InferConfig))
     for name, schema in MODEL_SCHEMAS.items():
         store.store(group="model", name=f"{name}_schema", node=schema)
     # Forget recipes registered from another folder earlier in this process, so only `recipes_dir` is offered.

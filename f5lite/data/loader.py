@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch.utils.data import DataLoader
 
+from f5lite.config.schema import DataConfig
 from f5lite.data.collate import Collate
 from f5lite.data.dataset import ManifestDataset, Utterance
 from f5lite.data.sampler import FrameBudgetSampler
 from f5lite.text import TextEncoder, load_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
-
-if TYPE_CHECKING:  # f5lite.config imports f5lite.data (for the demo resolver); a runtime import would cycle
-    from f5lite.config.schema import DataConfig
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from f5lite.data.files import write_text_atomic
+from f5lite.atomic import write_text_atomic
 
 MANIFEST_NAME = "manifest.jsonl"
 """File name of the manifest inside a prepared directory."""

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from f5lite.atomic import atomic_path
 from f5lite.audio import N_MELS
-from f5lite.data.files import atomic_path
 
 
 def mel_cache_path(mel_dir: Path, audio_path: Path, mel_type: str) -> Path:

@@ -3,13 +3,14 @@
 For each chunk of the text: the reference transcript and the chunk are encoded together, the duration is the
 reference's frames plus the chunk's bytes at the reference speaking rate, `f5lite.sample` continues the reference
 mel, the generated frames (after the reference) are vocoded, and the chunks are joined with a cross-fade. A quiet
-reference is raised to RMS 0.1 first and the output lowered by the same factor.
+reference is raised to RMS 0.1 first and the output lowered by the same factor. The sampler settings come in one
+`SamplerOptions`, passed whole to `sample`; only `speed` is read here (chunk size and durations).
 """
 
 from __future__ import annotations
 
-import functools
 import os
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -21,7 +22,8 @@ from f5lite.infer.chunking import chunk_text, max_chunk_bytes, prepare_ref_text
 from f5lite.infer.crossfade import crossfade
 from f5lite.infer.loading import load_model, resolve_device
 from f5lite.models import apply_inference_compile
-from f5lite.sampling import estimate_duration, sample
+from f5lite.sampling import SamplerOptions, estimate_duration, sample
+from f5lite.sampling.options import merge_legacy_keywords
 from f5lite.text import TextEncoder
 
 DEFAULT_CROSS_FADE = 0.15
@@ -97,18 +99,12 @@ class Synthesizer:
         text: str,
         ref_audio: str | os.PathLike[str] | Tensor,
         ref_text: str,
+        options: SamplerOptions | None = None,
         *,
-        steps: int = 32,
-        method: str = "euler",
-        schedule: str = "auto",
-        sway_sampling_coef: float | None = -1.0,
-        cfg_strength: float = 2.0,
-        cfg_zero_init_steps: int = 0,
-        cfg_zero_star: bool = False,
-        speed: float = 1.0,
         seed: int | None = None,
         cross_fade: float = DEFAULT_CROSS_FADE,
         progress: bool = False,
+        **legacy: Any,
     ) -> tuple[Tensor, int]:
         """Speak `text` in the voice of the reference clip.
 
@@ -116,24 +112,23 @@ class Synthesizer:
             text: what to say; long text is cut into chunks at sentence ends.
             ref_audio: an audio file, or a 24 kHz mono waveform `[samples]`.
             ref_text: the transcript of the reference clip.
-            steps: ODE steps per chunk.
-            method: `euler` or `midpoint`.
-            schedule: time grid: `auto`, `uniform` or `epss`.
-            sway_sampling_coef: sway sampling coefficient; None turns it off.
-            cfg_strength: classifier-free guidance strength (0: no guidance, one pass per step).
-            cfg_zero_init_steps: CFG-Zero*: steps skipped with zero velocity.
-            cfg_zero_star: CFG-Zero*: optimized unconditional scale.
-            speed: speaking speed factor.
+            options: the sampler settings, passed whole to `f5lite.sample` for every chunk; `options.speed` sets
+                the chunk size and each chunk's duration. None means `SamplerOptions()`.
             seed: noise seed (the same for every chunk); None draws from the global RNG.
             cross_fade: seconds of cross-fade between chunks; 0 concatenates.
             progress: show a progress bar over the chunks (on stderr).
+            **legacy: deprecated: the settings as keywords (`steps`, `method`, `schedule`, `sway_sampling_coef`,
+                `cfg_strength`, `cfg_zero_init_steps`, `cfg_zero_star`, `speed`), applied over `options` with a
+                `DeprecationWarning`.
 
         Returns:
             The waveform `[samples]` (float32, CPU) and its sample rate.
 
         Raises:
             ValueError: empty text or reference transcript, an unreadable or too long reference, a bad setting.
+            TypeError: a keyword that is no sampler setting, or `options` that is not a `SamplerOptions`.
         """
+        options = merge_legacy_keywords(options, legacy, "synthesize")
         if not text.strip():
             raise ValueError("text is empty: there is nothing to say")
         ref_text = prepare_ref_text(ref_text)
@@ -143,23 +138,12 @@ class Synthesizer:
         wave, ref_rms = normalize_rms(wave)
         device = next(self.backbone.parameters()).device
         ref_mel = log_mel(wave.to(device)[None], kind=self.mel_type)
-        chunks = chunk_text(text, max_chunk_bytes(ref_text, wave.shape[0] / SAMPLE_RATE, speed))
-        generate = functools.partial(
-            sample,
-            steps=steps,
-            method=method,
-            schedule=schedule,
-            sway_sampling_coef=sway_sampling_coef,
-            cfg_strength=cfg_strength,
-            cfg_zero_init_steps=cfg_zero_init_steps,
-            cfg_zero_star=cfg_zero_star,
-            seed=seed,
-        )
+        chunks = chunk_text(text, max_chunk_bytes(ref_text, wave.shape[0] / SAMPLE_RATE, options.speed))
         waves = []
         for chunk in tqdm(chunks, desc="f5lite", unit="chunk", disable=not progress):
             ids = self.encoder.encode([ref_text + chunk]).ids.to(device)
-            duration = estimate_duration(ref_mel.shape[1], ref_text, chunk, speed)
-            mel = generate(self.backbone, ref_mel, ids, duration)
+            duration = estimate_duration(ref_mel.shape[1], ref_text, chunk, options.speed)
+            mel = sample(self.backbone, ref_mel, ids, duration, options, seed=seed)
             waves.append(self.vocoder.decode(mel[:, ref_mel.shape[1] :])[0].float().cpu())
         joined = crossfade(waves, int(cross_fade * SAMPLE_RATE))
         return restore_rms(joined, ref_rms), SAMPLE_RATE

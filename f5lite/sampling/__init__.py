@@ -1,8 +1,12 @@
-"""Sampling from a flow-matching backbone: time grids, guidance, ODE loops and `sample`, as functions on tensors."""
+"""Sampling from a flow-matching backbone: time grids, guidance, ODE loops and `sample`, as functions on tensors.
+
+`SamplerOptions` holds every setting of the sampler in one frozen, validated value; `sample` takes it whole.
+"""
 
 from f5lite.sampling.duration import effective_durations, estimate_duration
 from f5lite.sampling.guidance import guided_velocity, optimized_scale
 from f5lite.sampling.ode import METHODS, integrate
+from f5lite.sampling.options import SamplerOptions
 from f5lite.sampling.sampler import sample
 from f5lite.sampling.schedules import EPSS_TABLES, SCHEDULES, sway, time_grid
 
@@ -10,6 +14,7 @@ __all__ = [
     "EPSS_TABLES",
     "METHODS",
     "SCHEDULES",
+    "SamplerOptions",
     "effective_durations",
     "estimate_duration",
     "guided_velocity",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -72,30 +73,45 @@ LEGACY_KEYWORDS = {**{name: name for name in OPTION_NAMES}, "sway_sampling_coef"
 one sets (`sway_sampling_coef` is now `sway`)."""
 
 
-def merge_legacy_keywords(options: SamplerOptions | None, legacy: dict[str, Any], caller: str) -> SamplerOptions:
+def merge_legacy_keywords(
+    options: SamplerOptions | None,
+    legacy: dict[str, Any],
+    caller: str,
+    *,
+    accepted: Collection[str] | None = None,
+) -> SamplerOptions:
     """Fold old-style keyword settings into `options`, with a `DeprecationWarning` naming the new spelling.
+
+    The warning is attributed to the caller of `caller` (two frames up), so call this directly from the public
+    function, not through a decorator or helper.
 
     Args:
         options: the options given, or None for the defaults.
         legacy: keyword arguments the caller received besides its own.
         caller: the function's name, for messages.
+        accepted: the old keywords `caller` took (default: all of `LEGACY_KEYWORDS`); any other is refused.
 
     Returns:
-        The options with the keywords applied.
+        The options with the keywords applied (validated again, so a bad combination raises `ValueError`).
 
     Raises:
-        TypeError: a keyword that is no sampler setting.
+        TypeError: `options` is not a `SamplerOptions`, or a keyword is no sampler setting of `caller`.
+        ValueError: a keyword's value is out of range (see `SamplerOptions`).
     """
+    if options is not None and not isinstance(options, SamplerOptions):
+        raise TypeError(f"{caller}() options must be a SamplerOptions or None, got {type(options).__name__}")
     base = options if options is not None else SamplerOptions()
     if not legacy:
         return base
-    unknown = sorted(set(legacy) - set(LEGACY_KEYWORDS))
+    known = LEGACY_KEYWORDS.keys() if accepted is None else set(accepted) & LEGACY_KEYWORDS.keys()
+    unknown = sorted(set(legacy) - known)
     if unknown:
         raise TypeError(f"{caller}() got unexpected keyword arguments: {', '.join(unknown)}")
     changes = {LEGACY_KEYWORDS[key]: value for key, value in legacy.items()}
+    given = ", ".join(f"{key}=..." for key in legacy)
     spelled = ", ".join(f"{key}={value!r}" for key, value in changes.items())
     warnings.warn(
-        f"{caller}({', '.join(legacy)}=...) is deprecated; pass options=SamplerOptions({spelled})",
+        f"{caller}({given}) is deprecated; pass options=SamplerOptions({spelled})",
         DeprecationWarning,
         stacklevel=3,
     )

@@ -6,13 +6,14 @@ What matches F5-TTS exactly: the duration bound, per-sample seeded noise, time g
 with the unconditional pass batched with the conditional one, the batch-1 "no mask" rule and the reference-region
 overwrite. What is ours: the text conditioning is computed once per call instead of once per step (held in a
 local variable, so concurrent calls and `copy.deepcopy` of the backbone are safe), only the current ODE state is
-kept, and CFG-Zero* (zero-init by step index, optimized scale per sample over valid frames).
+kept, and CFG-Zero* (zero-init by step index, optimized scale per sample over valid frames). The settings come in one
+validated `SamplerOptions`, so `sample` checks only its tensors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 import torch
 from torch import Tensor, nn
@@ -20,6 +21,7 @@ from torch import Tensor, nn
 from f5lite.sampling.duration import effective_durations
 from f5lite.sampling.guidance import guided_velocity, optimized_scale
 from f5lite.sampling.ode import VelocityField, integrate
+from f5lite.sampling.options import LEGACY_KEYWORDS, SamplerOptions, merge_legacy_keywords
 from f5lite.sampling.schedules import time_grid
 
 
@@ -46,30 +48,28 @@ class _Backbone(Protocol):
     ) -> Tensor: ...
 
 
-@torch.no_grad()
+_SAMPLE_KEYWORDS = tuple(name for name in LEGACY_KEYWORDS if name != "speed")
+"""The old keywords `sample` took (`speed` never was one: `sample` is given its durations)."""
+
+
 def sample(
     backbone: nn.Module,
     cond: Tensor,
     text: Tensor,
     duration: int | Sequence[int] | Tensor,
+    options: SamplerOptions | None = None,
     *,
     lens: Tensor | None = None,
-    steps: int = 32,
-    cfg_strength: float = 2.0,
-    sway_sampling_coef: float | None = -1.0,
-    schedule: str = "auto",
-    method: str = "euler",
-    cfg_zero_init_steps: int = 0,
-    cfg_zero_star: bool = False,
     noise: Tensor | None = None,
     seed: int | None = None,
+    **legacy: Any,
 ) -> Tensor:
     """Generate mels that continue a reference, conditioned on text.
 
     Each sample's duration is raised to at least `max(text_len, ref_len) + 1` (F5-TTS's rule); `N` is the largest.
     With CFG every step makes one backbone call on a batch of `2b` (conditional, then unconditional: audio and text
     dropped); `cfg_strength=0` makes one conditional call of batch `b`. With a batch of one no frame mask is passed
-    to the backbone (F5-TTS's behaviour), otherwise `mask = frame < duration`.
+    to the backbone (F5-TTS's behaviour), otherwise `mask = frame < duration`. Runs without autograd.
 
     Args:
         backbone: an f5lite backbone (DiT, MMDiT, UNetT), in the mode the caller wants (normally eval). Its inputs
@@ -77,32 +77,42 @@ def sample(
         cond: reference mel `[b, n_ref, d]`, zero-padded past each sample's `lens`.
         text: ids `[b, nt]` of reference text + text to generate, padded with -1.
         duration: total frames (reference included): an int for every sample, or `b` of them.
+        options: the sampler settings (steps, method, schedule, sway, CFG, CFG-Zero*); None means
+            `SamplerOptions()`. `options.speed` is not used here: the durations are given.
         lens: reference frames per sample `[b]` int64; None means `n_ref` for all.
-        steps: ODE steps (each one backbone call, two with `method="midpoint"`).
-        cfg_strength: guidance strength in F5-TTS's convention (`v_c + cfg (v_c - v_u)`); 0 turns CFG off.
-        sway_sampling_coef: sway sampling coefficient; None turns it off.
-        schedule: `auto`, `uniform` or `epss` (see `f5lite.sampling.time_grid`).
-        method: `euler` or `midpoint`.
-        cfg_zero_init_steps: CFG-Zero* zero-init: the first K steps have zero velocity and call nothing.
-        cfg_zero_star: CFG-Zero*: scale `v_u` by the per-sample `s*` (float32, over valid frames).
         noise: initial state `[b, N, d]`; default: per-sample noise as F5-TTS draws it.
         seed: seed of the default noise. As in F5-TTS every sample is drawn after seeding with the same `seed`
             (here from a private generator, so the global RNG is untouched), so a sample's noise does not depend
             on the rest of the batch. None draws from the global RNG.
+        **legacy: deprecated: the settings as keywords (`steps`, `method`, `schedule`, `sway_sampling_coef`,
+            `cfg_strength`, `cfg_zero_init_steps`, `cfg_zero_star`), applied over `options` with a
+            `DeprecationWarning`.
 
     Returns:
         The mel `[b, N, d]` in `cond`'s dtype, with frames `< lens` replaced by the reference. Frames past a
         sample's own duration hold whatever the solver left there (as in F5-TTS).
 
     Raises:
-        ValueError: inconsistent shapes, a wrong `noise` shape, or an invalid setting.
+        ValueError: inconsistent shapes, a wrong `noise` shape, or an invalid legacy setting.
+        TypeError: a keyword that is no sampler setting, or `options` that is not a `SamplerOptions`.
     """
-    model = cast(_Backbone, backbone)
+    # Merged here, not in a decorated function, so that the deprecation warning points at the caller's line.
+    options = merge_legacy_keywords(options, legacy, "sample", accepted=_SAMPLE_KEYWORDS)
+    with torch.no_grad():
+        return _sample(cast(_Backbone, backbone), cond, text, duration, options, lens, noise, seed)
+
+
+def _sample(
+    model: _Backbone,
+    cond: Tensor,
+    text: Tensor,
+    duration: int | Sequence[int] | Tensor,
+    options: SamplerOptions,
+    lens: Tensor | None,
+    noise: Tensor | None,
+    seed: int | None,
+) -> Tensor:
     b, n_ref, mel_dim = _check_inputs(model, cond, text)
-    if cfg_strength < 0:
-        raise ValueError(f"cfg_strength={cfg_strength!r} is not valid; it must be >= 0")
-    if not 0 <= cfg_zero_init_steps < steps:
-        raise ValueError(f"cfg_zero_init_steps={cfg_zero_init_steps} is not valid; it must be in [0, steps={steps})")
     device = cond.device
     lens = torch.full((b,), n_ref, dtype=torch.long, device=device) if lens is None else lens.to(device)
     if lens.shape != (b,):
@@ -123,10 +133,10 @@ def sample(
     else:
         x = noise.to(device=device, dtype=cond.dtype)
 
-    grid = time_grid(steps, schedule, sway_sampling_coef, device=device)
-    field = _velocity_field(model, step_cond, text.to(device), mask, cfg_strength, cfg_zero_star)
+    grid = time_grid(options.steps, options.schedule, options.sway, device=device)
+    field = _velocity_field(model, step_cond, text.to(device), mask, options.cfg_strength, options.cfg_zero_star)
     # Zero-init steps leave the state at the noise, so the solve starts at grid point K (no call, no host sync).
-    x = integrate(field, x, grid[cfg_zero_init_steps:], method)
+    x = integrate(field, x, grid[options.cfg_zero_init_steps :], options.method)
     return torch.where(ref_mask, cond, x)
 
 

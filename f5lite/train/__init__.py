@@ -1,8 +1,14 @@
-"""The training loop and what it relies on: EMA, LR schedule, atomic checkpoints, run directories, loggers, export.
+"""Training: the loop and what only training needs.
 
-Launch with `python -m f5lite.train +recipe=NAME [key=value ...]` (or `f5lite-train`, or `accelerate launch -m
-f5lite.train ...` for several GPUs and nodes). `Trainer` and its exceptions are imported on first use, so that
-reading a run (`f5lite.train.export`) does not load accelerate.
+- `trainer.py`: `Trainer`, the loop (updates, logging, checkpoints, resume, export at the end);
+- `setup.py`: everything done to the model before the first update, in the one documented order;
+- `samples.py`: training samples with the EMA weights; `loggers.py`: none / tensorboard / wandb;
+- `ema.py`, `schedule.py`, `seeding.py`, `signals.py`: the EMA, the LR schedule, per-step seeds, SIGTERM handling;
+- `finetune.py`: starting from pretrained weights (architecture guard, vocab growth);
+- `cli.py` (`python -m f5lite.train`, `f5lite-train`) and `export.py` (`f5lite-export`).
+
+Run directories, checkpoints and LoRA adapters are formats that inference reads too: they live in `f5lite.storage`.
+`Trainer` and its exceptions are imported on first use, so that `f5lite.train.export` does not load accelerate.
 """
 
 from __future__ import annotations
@@ -10,22 +16,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from f5lite.train.ema import EMA
-from f5lite.train.store import Checkpoint, CheckpointSaveError, CheckpointStore
 
 if TYPE_CHECKING:
     from f5lite.train.trainer import BadUpdatesError, Trainer, TrainingStopped
 
 _LAZY = {"Trainer", "TrainingStopped", "BadUpdatesError"}
 
-__all__ = [
-    "EMA",
-    "BadUpdatesError",
-    "Checkpoint",
-    "CheckpointSaveError",
-    "CheckpointStore",
-    "Trainer",
-    "TrainingStopped",
-]
+__all__ = ["EMA", "BadUpdatesError", "Trainer", "TrainingStopped"]
 
 
 def __getattr__(name: str) -> Any:

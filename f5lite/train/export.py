@@ -4,102 +4,36 @@ Training checkpoints are for resuming; an export is what inference and sharing n
 architecture and the vocab. `--format f5lite` writes an f5lite export directory (`f5lite.pretrained`), which
 `f5lite-infer` and `Synthesizer.from_pretrained` load; `--format f5tts` writes F5-TTS's released layout
 (`model_<step>.safetensors` with `ema_model.transformer.*`, `initted`, `step`, plus `vocab.txt`), which F5-TTS's own
-inference and fine-tuning load. The trainer exports once, at the end of training, into `RUN_DIR/export`.
+inference and fine-tuning load. A LoRA run with `finetune.lora.export=adapter` exports its averaged adapters alone
+(peft's files, plus the architecture and the base weights' path, so `f5lite.storage.sources` can load it). The
+trainer exports once, at the end of training, into `RUN_DIR/export`. The run is read through
+`f5lite.storage.sources`, like every other model source.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 from safetensors.torch import save_file
-from torch import nn
 
-from f5lite.config import MODEL_SCHEMAS, TrainConfig
-from f5lite.models import build_backbone_from_config, load_backbone_weights, to_f5tts_layout
+from f5lite.models import backbone_kwargs, to_f5tts_layout
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.pretrained import save_pretrained
-from f5lite.text import Vocab, load_vocab
-from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, VOCAB_TOKENIZERS
-from f5lite.train.finetune import add_lora, init_from_pretrained, lora_scaling, merge_lora, peft_config
-from f5lite.train.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE
-from f5lite.train.store import CheckpointStore
+from f5lite.storage.lora import LoraSettings, peft_config
+from f5lite.storage.rundir import CHECKPOINTS, VOCAB_FILE, load_run_config
+from f5lite.storage.sources import ADAPTER_MODEL_KEY, ADAPTER_WEIGHTS, SourceKind, identify, load_source
+from f5lite.storage.store import CheckpointStore
+from f5lite.text import load_vocab
+from f5lite.text.tokenizers import BYTE_NUM_EMBEDS
 
 FORMATS = ("f5lite", "f5tts")
-
-
-def load_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
-    """The config frozen in `RUN_DIR/config.yaml`, validated.
-
-    Raises:
-        ValueError: the directory is not a training run, or its config is malformed.
-    """
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.is_file():
-        raise ValueError(f"{run_dir} is not a training run directory (no {CONFIG_FILE})")
-    try:
-        raw = OmegaConf.load(path)
-        schema = OmegaConf.structured(TrainConfig(model=MODEL_SCHEMAS[str(raw.model.backbone)]()))
-        cfg = OmegaConf.to_object(OmegaConf.merge(schema, raw))
-    except (OmegaConfBaseException, KeyError, AttributeError) as err:
-        raise ValueError(f"{path} is not a valid training config: {str(err).splitlines()[0]}") from None
-    assert isinstance(cfg, TrainConfig)
-    return cfg
-
-
-def _run_vocab(run_dir: Path, tokenizer: str) -> tuple[Vocab | None, int]:
-    if tokenizer not in VOCAB_TOKENIZERS:
-        return None, BYTE_NUM_EMBEDS
-    vocab = load_vocab(run_dir / VOCAB_FILE)
-    return vocab, len(vocab)
-
-
-def load_run_model(
-    run_dir: str | os.PathLike[str], step: int | None = None
-) -> tuple[nn.Module, TrainConfig, Vocab | None, int]:
-    """The EMA weights of a run's checkpoint in a backbone.
-
-    Args:
-        run_dir: the training run directory.
-        step: the checkpoint's update count; default the newest intact one.
-
-    Returns:
-        `(backbone in eval mode, the run's config, its vocab or None for bytes, the checkpoint's update count)`.
-
-    Raises:
-        ValueError: no such run or checkpoint.
-    """
-    root = Path(run_dir)
-    cfg = load_run_config(root)
-    store = CheckpointStore(root / CHECKPOINTS, writer=False)
-    ckpt = store.load_latest() if step is None else store.load_step(step)
-    if ckpt is None:
-        raise ValueError(f"{root} has no intact checkpoint")
-    vocab, num_embeds = _run_vocab(root, cfg.data.tokenizer)
-    backbone = build_backbone_from_config(cfg.model, num_embeds)
-    if not cfg.finetune.lora.rank:
-        load_backbone_weights(backbone, ckpt.tensors["ema"])
-        return backbone.eval(), cfg, vocab, ckpt.step
-    # LoRA checkpoints hold the adapters only: rebuild the base from init.weights, then fold the averaged adapters in.
-    grown = init_from_pretrained(cfg, backbone, vocab)
-    adapted = build_backbone_from_config(cfg.model, num_embeds)
-    adapted.load_state_dict(backbone.state_dict())
-    add_lora(adapted, cfg.finetune.lora, train_text_table=grown > 0)
-    state = adapted.state_dict()
-    state.update(ckpt.tensors["ema"])
-    load_backbone_weights(backbone, merge_lora(state, lora_scaling(cfg.finetune.lora)))
-    return backbone.eval(), cfg, vocab, ckpt.step
-
-
-def is_run_dir(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` looks like a training run directory (a frozen config and a checkpoints folder)."""
-    return (Path(path) / CONFIG_FILE).is_file() and (Path(path) / CHECKPOINTS).is_dir()
+"""Export formats (`--format`)."""
 
 
 def export_run(
@@ -130,38 +64,54 @@ def export_run(
     if dtype not in WEIGHT_DTYPES:
         raise ValueError(f"--dtype {dtype!r} is not valid; choose one of: {', '.join(WEIGHT_DTYPES)}")
     root = Path(run_dir)
+    kind = identify(root)
+    if kind is not SourceKind.RUN:
+        raise ValueError(f"{root} is {kind.value}, not a training run directory")
     cfg = load_run_config(root)
     if cfg.finetune.lora.rank and cfg.finetune.lora.export == "adapter":
-        return _export_adapter(root, cfg, Path(out), step)
-    backbone, cfg, vocab, ckpt_step = load_run_model(root, step)
+        return _export_adapter(root, Path(out), step)
+    loaded = load_source(root, step=step)
     out = Path(out)
     if fmt == "f5lite":
         return save_pretrained(
-            out, backbone, cfg.model, vocab, tokenizer=cfg.data.tokenizer, mel_type=cfg.data.mel_type, dtype=dtype
-        )
+            out, loaded.backbone, loaded.model, loaded.vocab, tokenizer=loaded.tokenizer, mel_type=loaded.mel_type,
+            dtype=dtype,
+        )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    weights = {k: v.to(WEIGHT_DTYPES[dtype]) if v.is_floating_point() else v for k, v in backbone.state_dict().items()}
-    target = out / f"model_{ckpt_step}.safetensors"
+    state = loaded.backbone.state_dict()
+    weights = {k: v.to(WEIGHT_DTYPES[dtype]) if v.is_floating_point() else v for k, v in state.items()}
+    target = out / f"model_{loaded.step}.safetensors"
     tmp = target.with_name(target.name + ".tmp")
-    save_file(to_f5tts_layout(weights, step=ckpt_step), tmp)
+    save_file(to_f5tts_layout(weights, step=loaded.step or 0), tmp)
     os.replace(tmp, target)
-    if vocab is not None:
+    if loaded.vocab is not None:
         shutil.copyfile(root / VOCAB_FILE, out / VOCAB_FILE)
     return out
 
 
-def _export_adapter(root: Path, cfg: TrainConfig, out: Path, step: int | None) -> Path:
+def _export_adapter(root: Path, out: Path, step: int | None) -> Path:
     """The averaged LoRA adapters alone, in peft's file format, plus the vocab; the base stays `init.weights`."""
+    cfg = load_run_config(root)
     store = CheckpointStore(root / CHECKPOINTS, writer=False)
     ckpt = store.load_latest() if step is None else store.load_step(step)
     if ckpt is None:
         raise ValueError(f"{root} has no intact checkpoint")
-    lora = cfg.finetune.lora
+    has_vocab = (root / VOCAB_FILE).is_file()
+    num_embeds = len(load_vocab(root / VOCAB_FILE)) if has_vocab else BYTE_NUM_EMBEDS
+    described = {
+        "backbone": cfg.model.backbone,
+        "model": backbone_kwargs(cfg.model, num_embeds),
+        "tokenizer": cfg.data.tokenizer,
+        "mel_type": cfg.data.mel_type,
+        "base_weights": str(Path(str(cfg.init.weights)).resolve()),
+        "use_ema": cfg.init.use_ema,
+    }
     out.mkdir(parents=True, exist_ok=True)
     adapters = {k.replace(".default", ""): v.contiguous() for k, v in ckpt.tensors["ema"].items()}
-    save_file(adapters, out / "adapter_model.safetensors", metadata={"base_weights": str(cfg.init.weights)})
-    peft_config(lora).save_pretrained(str(out))
-    if (root / VOCAB_FILE).is_file():
+    metadata = {"base_weights": str(described["base_weights"]), ADAPTER_MODEL_KEY: json.dumps(described)}
+    save_file(adapters, out / ADAPTER_WEIGHTS, metadata=metadata)
+    peft_config(LoraSettings.from_config(cfg.finetune.lora)).save_pretrained(str(out))
+    if has_vocab:
         shutil.copyfile(root / VOCAB_FILE, out / VOCAB_FILE)
     return out
 

@@ -1,13 +1,8 @@
 """The training loop: accelerate for devices and processes, our own optimizations, checkpoints and resume.
 
-Set-up order (each step applied from outside the model, none changing a state-dict key):
-
-1. build the backbone from the config and the vocab size, move it to the device;
-2. the EMA copy, from the plain module;
-3. `apply_ac` (activation checkpointing), then `apply_compile` (per-block torch.compile);
-4. wrap in the flow objective (`CFM`), then `accelerator.prepare` (DDP / FSDP, mixed precision);
-5. the optimizer (fused AdamW), prepared too;
-6. resume from the newest intact checkpoint in `RUN_DIR/checkpoints`, if any.
+The model is set up by `f5lite.train.setup` (build, pretrained weights, LoRA, EMA, activation checkpointing,
+compile, optimizer: the order is documented there), then wrapped in the flow objective (`CFM`) and prepared by
+accelerate with the optimizer; the run resumes from the newest intact checkpoint in `RUN_DIR/checkpoints`, if any.
 
 Per update nothing is read back to the host: the loss is summed on the device and fetched every `logger.every`
 updates, a non-finite loss or gradient skips the update on the device (the fused optimizer's `found_inf`, the
@@ -22,34 +17,29 @@ import logging
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate import Accelerator
-from torch import nn
 from tqdm import tqdm
 
-from f5lite.audio import SAMPLE_RATE, Vocoder, load_vocoder
 from f5lite.config import TrainConfig
 from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
-from f5lite.models import apply_ac, apply_compile, build_backbone_from_config
 from f5lite.models.attention import sdpa_backend
 from f5lite.models.cfm import CFM
-from f5lite.sampling import sample
-from f5lite.text import Vocab
-from f5lite.train.ema import EMA
+from f5lite.storage.lora import LoraSettings, merge_lora
+from f5lite.storage.rundir import CHECKPOINTS, EXPORT, LOGS, copy_vocab, freeze_config, identity_hash
+from f5lite.storage.store import CheckpointStore
+from f5lite.storage.tree import flatten, unflatten
 from f5lite.train.export import export_run
-from f5lite.train.finetune import add_lora, init_from_pretrained, lora_scaling, merge_lora
 from f5lite.train.loggers import MetricLogger, make_logger
-from f5lite.train.rundir import CHECKPOINTS, EXPORT, LOGS, copy_vocab, freeze_config, identity_hash
+from f5lite.train.samples import SampleLogger
 from f5lite.train.schedule import lr_factor
 from f5lite.train.seeding import seed_step
+from f5lite.train.setup import build_model, make_optimizer
 from f5lite.train.signals import StopRequest
-from f5lite.train.store import CheckpointStore
-from f5lite.train.tree import flatten, unflatten
 
 log = logging.getLogger(__name__)
 
@@ -60,59 +50,6 @@ class TrainingStopped(SystemExit):
 
 class BadUpdatesError(RuntimeError):
     """Too many updates in a row had a non-finite loss or gradient."""
-
-
-@dataclass
-class ModelSetup:
-    """A backbone ready to train: weights, adapters, EMA and optimizations applied, in the documented order."""
-
-    backbone: nn.Module
-    ema: EMA
-    trainable: list[str] | None
-    """Names of the trained parameters with LoRA (None: all)."""
-    grown: int
-    """Text-embedding rows added for tokens the pretrained vocab lacks."""
-
-
-def build_training_model(cfg: TrainConfig, num_embeds: int, vocab: Vocab | None, device: torch.device) -> ModelSetup:
-    """Steps 1-3 of the set-up order (see the module docstring); also used by `scripts/bench_train.py`.
-
-    Args:
-        cfg: the run's config.
-        num_embeds: the text vocabulary size.
-        vocab: the training vocab (None for bytes), for growing pretrained text tables.
-        device: where to train.
-    """
-    torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
-    backbone = build_backbone_from_config(cfg.model, num_embeds)
-    grown = init_from_pretrained(cfg, backbone, vocab) if cfg.init.weights else 0
-    # LoRA: only the adapters (and a grown text table) train; they alone are checkpointed and averaged.
-    trainable = add_lora(backbone, cfg.finetune.lora, train_text_table=grown > 0) if cfg.finetune.lora.rank else None
-    backbone.to(device)
-    ema_device = torch.device("cpu") if cfg.ema.device == "cpu" else device
-    # A new EMA, also when starting from pretrained weights: its step starts at 0, so its decay warms up again.
-    ema = EMA(backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device, trainable)
-    apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
-    if cfg.perf.compile:
-        apply_compile(
-            backbone,
-            mode=cfg.perf.compile_mode,
-            dynamic=cfg.perf.compile_dynamic,
-            memory_budget=cfg.perf.memory_budget if cfg.perf.memory_budget < 1.0 else None,
-        )
-    return ModelSetup(backbone, ema, trainable, grown)
-
-
-def make_optimizer(cfg: TrainConfig, backbone: nn.Module, device: torch.device) -> torch.optim.Optimizer:
-    """Fused AdamW over the trainable parameters; the learning rate is a device tensor set every update."""
-    return torch.optim.AdamW(
-        [p for p in backbone.parameters() if p.requires_grad],
-        lr=torch.tensor(cfg.optim.lr, device=device),
-        betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
-        weight_decay=cfg.optim.weight_decay,
-        eps=cfg.optim.eps,
-        fused=True,
-    )
 
 
 class Trainer:
@@ -153,7 +90,7 @@ class Trainer:
         self.acc.wait_for_everyone()
         self.identity = identity_hash(cfg)
 
-        setup = build_training_model(cfg, self.data.encoder.num_embeds, self.data.encoder.vocab, self.device)
+        setup = build_model(cfg, self.data.encoder.num_embeds, self.data.encoder.vocab, self.device)
         if self.main and setup.grown:
             log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", setup.grown)
         self.backbone, self.trainable, self.ema = setup.backbone, setup.trainable, setup.ema
@@ -168,8 +105,11 @@ class Trainer:
         self._consumed = 0
         self._window_finite: list[torch.Tensor] = []
         self._streak_before_window = 0  # bad updates in a row at the start of the current logging window
-        self._sampler_model: nn.Module | None = None
-        self._vocoder: Vocoder | None = None
+        self.samples = (
+            SampleLogger(cfg, self.data.encoder.num_embeds, self.device)
+            if cfg.logger.sample_every and self.main
+            else None
+        )
         self._resume()
 
     # ------------------------------------------------------------------------------------------ checkpoints
@@ -341,8 +281,8 @@ class Trainer:
                     self._log(logger, bar, window_loss / len(window_paths), window_frames, window_start, window_paths)
                     window_loss = torch.zeros((), device=self.device)
                     window_frames, window_start, window_paths = 0, time.perf_counter(), []
-                if cfg.logger.sample_every and self.update % cfg.logger.sample_every == 0 and self.main:
-                    self._log_sample(logger, group[0])
+                if self.samples is not None and self.update % cfg.logger.sample_every == 0:
+                    self.samples.log(logger, self.ema_weights(), group[0], self.update)
                 if self.update % cfg.ckpt.every == 0 or self.update == last:
                     self.save()
                 if stop.signum is not None:
@@ -364,35 +304,7 @@ class Trainer:
             return self.ema.state_dict()
         state = {k: v.detach() for k, v in self.backbone.state_dict().items()}
         state.update({k: v.to(state[k].device) for k, v in self.ema.state_dict().items()})
-        return merge_lora(state, lora_scaling(self.cfg.finetune.lora))
-
-    @torch.no_grad()
-    def _log_sample(self, logger: MetricLogger, batch: Batch) -> None:
-        """Continue the first third of the batch's first utterance with the EMA weights; log mel and audio."""
-        cfg = self.cfg
-        if self._sampler_model is None:
-            self._sampler_model = build_backbone_from_config(cfg.model, self.data.encoder.num_embeds).to(self.device)
-            self._sampler_model.eval()
-            vocoder_source = None if cfg.sample.vocoder == "griffin_lim" else cfg.sample.vocoder_source
-            self._vocoder = load_vocoder(cfg.sample.vocoder, vocoder_source, self.device)
-        self._sampler_model.load_state_dict(self.ema_weights())
-        frames = int(batch.mel_lengths[0])
-        ref = max(frames // 3, 1)
-        mel = sample(
-            self._sampler_model,
-            batch.mel[:1, :ref].to(self.device),
-            batch.text_ids[:1].to(self.device),
-            frames,
-            steps=cfg.sample.steps,
-            cfg_strength=cfg.sample.cfg_strength,
-            sway_sampling_coef=cfg.sample.sway,
-            schedule=cfg.sample.schedule,
-            method=cfg.sample.method,
-            seed=cfg.seed,
-        )[0, ref:frames]
-        assert self._vocoder is not None
-        audio = self._vocoder.decode(mel[None].float())[0]
-        logger.log_sample(mel, audio, SAMPLE_RATE, self.update)
+        return merge_lora(state, LoraSettings.from_config(self.cfg.finetune.lora).scaling)
 
     def _log(
         self, logger: MetricLogger, bar: tqdm, loss: torch.Tensor, frames: int, start: float, paths: list[list[str]]

@@ -4,7 +4,7 @@ Layout:
 
     RUN_DIR/config.yaml     the composed config of the latest launch (resolved, every key present)
     RUN_DIR/vocab.txt       the training vocab, so that exports need nothing from the data directory
-    RUN_DIR/checkpoints/    training checkpoints (see `f5lite.train.store`)
+    RUN_DIR/checkpoints/    training checkpoints (see `f5lite.storage.store`)
     RUN_DIR/export/         the exported model, written once at the end of training
     RUN_DIR/logs/           tensorboard / wandb files
 """
@@ -19,8 +19,10 @@ from pathlib import Path
 
 import yaml
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from f5lite.config import TrainConfig, config_to_yaml
+from f5lite.config import MODEL_SCHEMAS, TrainConfig, config_to_yaml
+from f5lite.config.structured import open_structured
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,30 @@ def identity_hash(cfg: TrainConfig) -> str:
         value = OmegaConf.select(conf, key)
         picked[key] = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
     return hashlib.sha256(yaml.safe_dump(picked, sort_keys=True).encode()).hexdigest()
+
+
+def is_run_dir(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` looks like a training run directory (a frozen config and a checkpoints folder)."""
+    return (Path(path) / CONFIG_FILE).is_file() and (Path(path) / CHECKPOINTS).is_dir()
+
+
+def load_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
+    """The config frozen in `RUN_DIR/config.yaml`, validated.
+
+    Raises:
+        ValueError: the directory is not a training run, or its config is malformed.
+    """
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise ValueError(f"{run_dir} is not a training run directory (no {CONFIG_FILE})")
+    try:
+        raw = OmegaConf.load(path)
+        schema = open_structured(TrainConfig(model=MODEL_SCHEMAS[str(raw.model.backbone)]()))
+        cfg = OmegaConf.to_object(OmegaConf.merge(schema, raw))
+    except (OmegaConfBaseException, KeyError, AttributeError, ValueError) as err:
+        raise ValueError(f"{path} is not a valid training config: {str(err).splitlines()[0]}") from None
+    assert isinstance(cfg, TrainConfig)
+    return cfg
 
 
 def freeze_config(run_dir: Path, cfg: TrainConfig) -> list[str]:

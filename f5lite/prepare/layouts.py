@@ -8,8 +8,9 @@
   next to it (`.txt` wins when both exist). Files in a sub-folder take its first-level name as their speaker.
 
 In every layout a transcript's runs of white space (line breaks included) become single spaces, so the same
-transcript gives the same text whichever layout holds it. Rows that cannot be used before any audio is read (an unparsable line, an audio file without a transcript, a
-transcript without its audio, an audio file listed twice) come back as `Skip`s, never dropped silently.
+transcript gives the same text whichever layout holds it. Rows that cannot be used before any audio is read (an
+unparsable line, an audio file without a transcript, a transcript without its audio, an audio file listed twice)
+come back as `Skip`s, never dropped silently.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from f5lite.data.skips import Skip
+from f5lite.prepare.skips import Skip
 
 Layout = Literal["f5tts_csv", "ljspeech", "folder"]
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)

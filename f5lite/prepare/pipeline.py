@@ -1,27 +1,25 @@
-"""`f5lite-prepare INPUT OUT_DIR`: check every utterance of a dataset and write a training directory.
+"""The `f5lite-prepare` pipeline: check every utterance of a dataset and write a training directory.
 
-INPUT is an F5-TTS `metadata.csv`, an LJSpeech folder, or a folder of audio files with `.txt`/`.lab` transcripts
-(see `f5lite.data.sources`). OUT_DIR receives:
+`prepare(INPUT, OUT_DIR)` reads INPUT in one of the layouts of `f5lite.prepare.layouts` (an F5-TTS
+`metadata.csv`, an LJSpeech folder, or a folder of audio files with `.txt`/`.lab` transcripts) and writes to OUT_DIR:
 
 - `manifest.jsonl`: the kept utterances (see `f5lite.data.manifest`);
-- `vocab.txt`: built from the data, or `--vocab`'s pretrained vocab with the data's new tokens appended;
+- `vocab.txt`: built from the data, or a pretrained vocab with the data's new tokens appended;
 - `report.json`: the counts, and every skipped item with its reason code and a one-line detail;
-- `mels/` with `--mels`: each kept utterance's 24 kHz log-mel, so training need not decode audio.
+- `mels/` when asked: each kept utterance's 24 kHz log-mel (see `f5lite.data.mel_cache`), so training need not
+  decode audio.
 
-A bad file never stops the run: it is reported and left out. The exit status is 0 when anything usable is left,
-1 when nothing is, and 2 for a bad command line or an unreadable INPUT. Re-running gives the same files (no
-timestamps, fixed order), every output is replaced atomically, and the source audio is only ever read.
+A bad file never stops the run: it is reported and left out. Re-running gives the same files (no timestamps, fixed
+order), every output is replaced atomically, and the source audio is only ever read. The command line around this
+is `f5lite.prepare.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import logging
 import os
-import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -32,10 +30,9 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from f5lite.audio import MEL_KINDS, log_mel
+from f5lite.atomic import write_json_atomic, write_text_atomic
+from f5lite.audio import log_mel
 from f5lite.audio.mel import check_mel_kind
-from f5lite.data.checks import Limits, check_audio, check_speaking_rate, check_text
-from f5lite.data.files import write_json_atomic, write_text_atomic
 from f5lite.data.manifest import (
     DURATION_DECIMALS,
     MANIFEST_NAME,
@@ -47,20 +44,12 @@ from f5lite.data.manifest import (
     write_manifest,
 )
 from f5lite.data.mel_cache import mel_cache_path, remove_stale_mels, write_mel
-from f5lite.data.skips import SKIP_REASONS, Skip
-from f5lite.data.sources import SourceRow, read_source
-from f5lite.data.vocab_builder import VocabResult, build_vocab
+from f5lite.prepare.checks import Limits, check_audio, check_speaking_rate, check_text
+from f5lite.prepare.layouts import SourceRow, read_source
+from f5lite.prepare.skips import SKIP_REASONS, Skip
+from f5lite.prepare.vocab_builder import VocabResult, build_vocab
 from f5lite.text import TOKENIZER_NAMES, Tokenizer, get_tokenizer, load_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
-
-logger = logging.getLogger(__name__)
-
-EXIT_OK = 0
-"""Exit status: at least one utterance was kept."""
-EXIT_NOTHING_KEPT = 1
-"""Exit status: every utterance was skipped (`report.json` says why)."""
-EXIT_USAGE = 2
-"""Exit status: a bad command line, or an INPUT that cannot be read at all."""
 
 
 @dataclass(frozen=True)
@@ -322,90 +311,3 @@ def _report(
             "mels": options.mels,
         },
     }
-
-
-def _parser() -> argparse.ArgumentParser:
-    defaults = Limits()
-    parser = argparse.ArgumentParser(
-        prog="f5lite-prepare",
-        description="Check every utterance of a dataset and write a training directory: manifest.jsonl, "
-        "vocab.txt, report.json (every skipped file with its reason) and, with --mels, a cache of log-mels.",
-    )
-    add = parser.add_argument
-    add("input", type=Path, help="F5-TTS metadata.csv, LJSpeech folder, or folder of audio with .txt/.lab files")
-    add("out_dir", type=Path, help="the training directory to write")
-    add("--vocab", type=Path, help="pretrained vocab.txt to extend: its ids are kept, new tokens are appended")
-    add("--fixed-vocab", action="store_true", help="with --vocab: skip texts with tokens it lacks, add none")
-    add("--tokenizer", choices=TOKENIZER_NAMES, default="char", help="tokens of the vocab (default: char)")
-    add("--min-seconds", type=float, default=defaults.min_seconds, help="shortest audio kept (default: %(default)s)")
-    add("--max-seconds", type=float, default=defaults.max_seconds, help="longest audio kept (default: %(default)s)")
-    add(
-        "--min-chars-per-second",
-        type=float,
-        default=defaults.min_chars_per_second,
-        help="slowest plausible speaking rate (default: %(default)s)",
-    )
-    add(
-        "--max-chars-per-second",
-        type=float,
-        default=defaults.max_chars_per_second,
-        help="fastest plausible speaking rate (default: %(default)s)",
-    )
-    add("--mels", action="store_true", help="also cache each kept utterance's 24 kHz log-mel")
-    add("--mel-type", choices=MEL_KINDS, default="vocos", help="mel convention (default: vocos)")
-    add("--workers", type=int, default=min(8, os.cpu_count() or 1), help="parallel processes (default: %(default)s)")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run `f5lite-prepare` with a command line.
-
-    Args:
-        argv: The arguments (default: `sys.argv[1:]`).
-
-    Returns:
-        The exit status: 0 when anything was kept, 1 when nothing was, 2 for a bad command line or input.
-    """
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="f5lite-prepare: %(message)s")
-    try:
-        options = PrepareOptions(
-            tokenizer=args.tokenizer,
-            vocab=args.vocab,
-            fixed_vocab=args.fixed_vocab,
-            limits=Limits(args.min_seconds, args.max_seconds, args.min_chars_per_second, args.max_chars_per_second),
-            mels=args.mels,
-            mel_type=args.mel_type,
-            workers=args.workers,
-        )
-        result = prepare(args.input, args.out_dir, options, progress=True)
-    except (ValueError, ImportError, OSError) as err:
-        sys.stderr.write(f"f5lite-prepare: error: {err}\n")
-        return EXIT_USAGE
-    sys.stdout.write(_summary(result.report, args.out_dir))
-    return EXIT_OK if result.rows else EXIT_NOTHING_KEPT
-
-
-def _summary(report: dict[str, Any], out_dir: Path) -> str:
-    total = report["kept"] + report["skipped_count"]
-    lines = [f"kept {report['kept']} of {total} utterances ({_hours_minutes(report['kept_seconds'])})"]
-    if report["skipped_count"]:
-        reasons = ", ".join(f"{reason} {n}" for reason, n in report["skipped_by_reason"].items())
-        lines.append(f"skipped {report['skipped_count']}: {reasons}")
-    vocab = report["vocab"]
-    if vocab is not None and vocab["added"]:
-        lines.append(f"vocab: {len(vocab['added'])} new token(s) appended to {vocab['base']}")
-    if not report["kept"]:
-        lines.append("nothing usable is left: no manifest was written")
-    lines.append(f"report: {out_dir / REPORT_NAME}")
-    return "".join(f"{line}\n" for line in lines)
-
-
-def _hours_minutes(seconds: float) -> str:
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d} of audio"
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,8 @@
-"""Atomic file writes, so that a reader (or a re-run after a crash) never sees a half-written output file.
+"""Atomic file writes, so that a reader (or a re-run after a crash) never sees a half-written file.
 
-`f5lite-prepare` writes every output (manifest, vocab, report, cached mels) to a temporary file in the target's
-own directory and renames it over the target; a rename within one file system replaces the file in one step.
+Each writer writes to a temporary file in the target's own directory and renames it over the target; a rename
+within one file system replaces the file in one step. `f5lite-prepare` writes all its outputs (manifest, vocab,
+report, cached mels) this way.
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ import torch
 from data_helpers import build_messy_dataset, file_digests, write_tone
 
 from f5lite.audio import frames_for_samples, load_audio, log_mel
-from f5lite.data import Limits, PrepareOptions, prepare, read_manifest
+from f5lite.data import read_manifest
 from f5lite.data.mel_cache import read_mel
-from f5lite.data.prepare import main
+from f5lite.prepare import Limits, PrepareOptions, prepare
+from f5lite.prepare.cli import main
 from f5lite.text import load_vocab
 
 PREPARE_SCRIPT = Path(sys.executable).with_name("f5lite-prepare")

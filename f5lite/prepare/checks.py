@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from f5lite.audio import SAMPLE_RATE, AudioError, frames_for_samples, load_audio, min_samples
-from f5lite.data.skips import Skip
+from f5lite.prepare.skips import Skip
 
 
 @dataclass(frozen=True)

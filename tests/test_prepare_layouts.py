@@ -7,8 +7,9 @@ import json
 import pytest
 from data_helpers import write_tone
 
-from f5lite.data import prepare, read_manifest, read_source
+from f5lite.data import read_manifest
 from f5lite.data.manifest import ManifestRow, write_manifest
+from f5lite.prepare import prepare, read_source
 
 TRANSCRIPTS = {
     "LJ001-0001": ("Printing, in the only sense with which we are at present concerned.", 4.0),

@@ -1,0 +1,90 @@
+"""Everything done to the model before the first update, in the one documented order.
+
+1. build the backbone from the config and the vocab size (weights seeded by `seed`, the same on every rank);
+2. `init.weights`: pretrained weights, the text table grown for new tokens (`f5lite.train.finetune`);
+3. `finetune.lora`: adapters injected, everything else frozen (`f5lite.storage.lora`);
+4. move to the device;
+5. the EMA copy, from the plain module (so its keys are the plain state-dict keys);
+6. `perf.ac`: activation checkpointing (`apply_ac`), then 7. `perf.compile`: per-block compile (`apply_compile`);
+8. the optimizer (fused AdamW over the trainable parameters).
+
+The trainer then wraps the model in the flow objective and hands both to accelerate (DDP/FSDP, mixed precision).
+This order is torchtitan's (checkpointing before compile, both before data parallelism) and lives here only:
+`Trainer` and `scripts/bench_train.py` both call `build_model` and `make_optimizer`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from f5lite.config import TrainConfig
+from f5lite.models import apply_ac, apply_compile, build_backbone_from_config
+from f5lite.storage.lora import LoraSettings, add_lora
+from f5lite.storage.sources import TEXT_TABLE
+from f5lite.text import Vocab
+from f5lite.train.ema import EMA
+from f5lite.train.finetune import init_from_pretrained
+
+
+@dataclass
+class ModelSetup:
+    """A backbone ready to train: weights, adapters, EMA and optimizations applied, in the documented order."""
+
+    backbone: nn.Module
+    ema: EMA
+    trainable: list[str] | None
+    """Names of the trained parameters with LoRA (None: all)."""
+    grown: int
+    """Text-embedding rows added for tokens the pretrained vocab lacks."""
+
+
+def build_model(cfg: TrainConfig, num_embeds: int, vocab: Vocab | None, device: torch.device) -> ModelSetup:
+    """Steps 1-7 of the order in the module docstring.
+
+    Args:
+        cfg: the run's config.
+        num_embeds: the text vocabulary size.
+        vocab: the training vocab (None for bytes), for growing pretrained text tables.
+        device: where to train.
+
+    Raises:
+        ValueError: unreadable or mismatched `init.weights`, a vocab that does not extend the pretrained one,
+            LoRA without peft or without a matching layer.
+    """
+    torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
+    backbone = build_backbone_from_config(cfg.model, num_embeds)
+    grown = init_from_pretrained(cfg, backbone, vocab) if cfg.init.weights else 0
+    trainable = None
+    if cfg.finetune.lora.rank:
+        # Only the adapters (and a grown text table, whose new rows must learn) train, are averaged and saved.
+        trainable = add_lora(
+            backbone, LoraSettings.from_config(cfg.finetune.lora), also_train=[TEXT_TABLE] if grown else []
+        )
+    backbone.to(device)
+    ema_device = torch.device("cpu") if cfg.ema.device == "cpu" else device
+    # A new EMA, also when starting from pretrained weights: its step starts at 0, so its decay warms up again.
+    ema = EMA(backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device, trainable)
+    apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
+    if cfg.perf.compile:
+        apply_compile(
+            backbone,
+            mode=cfg.perf.compile_mode,
+            dynamic=cfg.perf.compile_dynamic,
+            memory_budget=cfg.perf.memory_budget if cfg.perf.memory_budget < 1.0 else None,
+        )
+    return ModelSetup(backbone, ema, trainable, grown)
+
+
+def make_optimizer(cfg: TrainConfig, backbone: nn.Module, device: torch.device) -> torch.optim.Optimizer:
+    """Step 8: fused AdamW over the trainable parameters; the learning rate is a device tensor set every update."""
+    return torch.optim.AdamW(
+        [p for p in backbone.parameters() if p.requires_grad],
+        lr=torch.tensor(cfg.optim.lr, device=device),
+        betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
+        weight_decay=cfg.optim.weight_decay,
+        eps=cfg.optim.eps,
+        fused=True,
+    )
