@@ -1,10 +1,12 @@
 """f5lite: a framework for training flow-matching text-to-speech models in the F5-TTS / E2-TTS family.
 
-The top level holds the small public API; the subpackages hold the rest: `f5lite.config` (typed schemas, Hydra
-composition, recipes), `f5lite.audio` (audio I/O, log-mels, vocoders), `f5lite.text` (vocab, tokenizers, ids) and
-`f5lite.models` (backbones, checkpoints, activation checkpointing and compile, the CFM objective), `f5lite.sampling`
-(`SamplerOptions`, time grids, guidance, ODE loops), `f5lite.infer` (`Synthesizer`, the `f5lite-infer` CLI) and
-`f5lite.pretrained` (the export directory).
+The top level holds the small public API; the subpackages hold the rest, from the bottom layer up:
+`f5lite.text` (vocab, tokenizers, ids), `f5lite.audio` (audio I/O, log-mels, vocoders), `f5lite.sampling`
+(`SamplerOptions`, time grids, guidance, ODE loops, `sample`), `f5lite.models` (backbones, official checkpoint files,
+activation checkpointing and compile, the CFM objective), `f5lite.config` (typed schemas, Hydra composition,
+recipes), `f5lite.prepare` (`f5lite-prepare`), `f5lite.data` (what training reads), `f5lite.storage` (run
+directories, checkpoints, LoRA adapters, and what is at a path), `f5lite.train` (the trainer, `f5lite-train`,
+`f5lite-export`) and `f5lite.infer` (`Synthesizer`, `f5lite-infer`); `f5lite.pretrained` is the export directory.
 """
 
 from f5lite.audio import load_audio, load_vocoder, log_mel, save_audio
