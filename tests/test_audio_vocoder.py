@@ -208,3 +208,44 @@ def test_griffin_lim_rejects_bad_settings() -> None:
         GriffinLimVocoder(n_iter=0)
     with pytest.raises(ValueError, match="'vocos', 'bigvgan'"):
         GriffinLimVocoder("hifigan")
+
+
+@pytest.mark.parametrize("section", ["feature_extractor", "backbone", "head"])
+def test_a_config_naming_another_class_is_refused_before_anything_runs(
+    vocos_dir: Path, tmp_path: Path, section: str
+) -> None:
+    """Vocos would import and call any `class_path`; a planted `os.system` must never run."""
+    planted = tmp_path / "evil"
+    shutil.copytree(vocos_dir, planted)
+    marker = tmp_path / "pwned"
+    config = yaml.safe_load(CONFIG.read_text())
+    config[section] = {"class_path": "os.system", "init_args": {"command": f"touch {marker}"}}
+    (planted / "config.yaml").write_text(yaml.safe_dump(config))
+    message = rf"{section}\.class_path='os\.system' is not a Vocos class f5lite builds"
+    with pytest.raises(ValueError, match=message):
+        VocosVocoder.from_pretrained(planted)
+    with pytest.raises(ValueError, match=message):
+        load_vocoder("vocos", planted)
+    assert not marker.exists()
+
+
+def test_the_infer_command_refuses_a_planted_vocoder_in_one_line(
+    vocos_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from infer_assets import make_model_files, make_reference
+
+    from f5lite.infer.cli import main as infer
+
+    planted = tmp_path / "evil"
+    shutil.copytree(vocos_dir, planted)
+    marker = tmp_path / "pwned"
+    config = yaml.safe_load(CONFIG.read_text())
+    config["backbone"] = {"class_path": "os.system", "init_args": {"command": f"touch {marker}"}}
+    (planted / "config.yaml").write_text(yaml.safe_dump(config))
+    export, _ = make_model_files(tmp_path)
+    ref = make_reference(tmp_path)
+    args = [f"model={export}", f"ref_audio={ref}", "ref_text=ABC.", "text=CAB.", f"output={tmp_path / 'o.wav'}"]
+    assert infer([*args, "vocoder=vocos", f"vocoder_path={planted}", "device=cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "backbone.class_path='os.system'" in err
+    assert not marker.exists()

@@ -115,7 +115,7 @@ def test_every_optimization_is_switchable_from_the_command_line():
             "perf.memory_budget=0.5",
             "model.dropout=0",
             "perf.compile_mode=max-autotune-no-cudagraphs",
-            "perf.compile_dynamic=false",
+            "perf.compile_dynamic=true",
             "perf.sdpa_backend=math",
             "perf.tf32=false",
             "perf.pin_memory=false",
@@ -126,7 +126,7 @@ def test_every_optimization_is_switchable_from_the_command_line():
         ]
     )
     assert cfg.perf.compile and cfg.perf.ac.mode == "full" and cfg.perf.ac.every_n == 2
-    assert cfg.perf.compile_mode == "max-autotune-no-cudagraphs" and cfg.perf.compile_dynamic is False
+    assert cfg.perf.compile_mode == "max-autotune-no-cudagraphs" and cfg.perf.compile_dynamic is True
     assert cfg.perf.sdpa_backend == "math" and not cfg.perf.tf32 and not cfg.perf.pin_memory
     assert cfg.perf.memory_budget == 0.5 and cfg.perf.precision == "fp16"
     assert cfg.ema.device == "cpu" and cfg.ckpt.async_save and cfg.ckpt.export_dtype == "bf16"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 import torch
 from data_helpers import write_tone
@@ -67,6 +68,31 @@ def test_a_file_broken_after_preparation_is_replaced_logged_and_counted(tmp_path
     assert dataset.num_failed == 2 and dataset.num_reads == 4
     assert [str(broken) in r.getMessage() for r in caplog.records] == [True]  # logged once, counted every time
     assert Collate(TextEncoder("byte"))([item, dataset[0]]).num_skipped == 1
+
+
+def test_a_file_of_another_length_than_the_manifest_says_is_a_failed_read(tmp_path, caplog):
+    """A stale manifest must not feed an over-budget batch: the item is replaced, logged and counted."""
+    data = _prepared(tmp_path)
+    dataset = ManifestDataset(data, max_skip_ratio=0.5)
+    row = dataset.rows[4]  # 1.9 s
+    write_tone(row.audio_path, 3.0, sample_rate=16000)  # re-recorded longer after preparation
+    with caplog.at_level(logging.WARNING, logger="f5lite.data.dataset"):
+        item = dataset[4]
+    assert item.path != str(row.audio_path) and item.num_skipped == 1 and dataset.num_failed == 1
+    assert f"gives {row.frames + 103} mel frames but the manifest says {row.frames}" in caplog.text
+    write_tone(data.parent / "src" / "00.wav", SECONDS[0] + 170 / 16000, sample_rate=16000)  # at most a frame more
+    assert ManifestDataset(data)[0].num_skipped == 0
+
+
+def test_a_cached_mel_of_another_length_falls_back_to_the_audio(tmp_path, caplog):
+    data = _prepared(tmp_path, mels=True)
+    dataset = ManifestDataset(data)
+    row = dataset.rows[4]
+    np.save(row.mel_path, np.zeros((row.frames + 40, 100), dtype=np.float32))  # a stale cache file
+    with caplog.at_level(logging.WARNING, logger="f5lite.data.dataset"):
+        item = dataset[4]
+    assert item.path == str(row.audio_path) and item.num_skipped == 0 and item.mel.shape[0] == row.frames
+    assert "decoding" in caplog.text and f"but the manifest says {row.frames}" in caplog.text
 
 
 def test_too_many_broken_files_stop_training_with_a_clear_message(tmp_path):

@@ -87,11 +87,12 @@ def test_rerun_is_idempotent_and_leaves_the_sources_alone(tmp_path):
 
 def test_nothing_usable_exits_1_and_removes_a_stale_manifest(tmp_path, capsys):
     src = tmp_path / "src"
-    write_tone(src / "a.wav", 0.1)
-    (src / "a.txt").write_text("too short", encoding="utf-8")
+    write_tone(src / "a.wav", 1.0)
+    (src / "a.txt").write_text("long enough", encoding="utf-8")
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "manifest.jsonl").write_text('{"stale": true}\n', encoding="utf-8")
+    assert main([str(src), str(out), "--workers", "1"]) == 0  # an earlier run left a manifest
+    assert (out / "manifest.jsonl").exists()
+    write_tone(src / "a.wav", 0.1)  # now too short: nothing is usable
     assert main([str(src), str(out), "--workers", "1"]) == 1
     assert not (out / "manifest.jsonl").exists()
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
@@ -185,3 +186,35 @@ def test_limits_are_configurable(tmp_path):
     assert len(prepare(src, tmp_path / "lenient", PrepareOptions(limits=Limits(min_seconds=0.1))).rows) == 1
     with pytest.raises(ValueError, match="max_chars_per_second"):
         Limits(min_chars_per_second=5, max_chars_per_second=np.float64(4))
+
+
+def test_preparing_in_place_never_touches_files_it_did_not_write(tmp_path: Path) -> None:
+    """OUT_DIR = the input folder: a planted mel and vocab.txt survive; only our own outputs are replaced."""
+    folder = tmp_path / "voice"
+    for i, seconds in enumerate((0.8, 1.1, 1.3)):
+        write_tone(folder / f"{i}.wav", seconds)
+        (folder / f"{i}.txt").write_text(f"line {i}", encoding="utf-8")
+    planted = folder / "mels" / "xx" / "mine.npy"
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(b"not ours")
+    first = prepare(folder, folder, PrepareOptions(mels=True))
+    assert len(first.rows) == 3 and planted.read_bytes() == b"not ours"
+    assert first.report["outputs"] == ["manifest.jsonl", "report.json", "vocab.txt"]
+    (folder / "2.wav").unlink()  # gone: its cached mel, which we wrote, is removed on the next run
+    second = prepare(folder, folder, PrepareOptions(mels=True))
+    assert len(second.rows) == 2 and planted.read_bytes() == b"not ours"
+    cached = {r.mel_path for r in first.rows} - {r.mel_path for r in second.rows}
+    assert len(cached) == 1 and not next(iter(cached)).exists()
+
+    other = tmp_path / "other"
+    for i, seconds in enumerate((0.8, 1.1)):
+        write_tone(other / f"{i}.wav", seconds)
+        (other / f"{i}.txt").write_text(f"line {i}", encoding="utf-8")
+    (other / "vocab.txt").write_text("my own vocab\n", encoding="utf-8")
+    before = file_digests(other)
+    proc = subprocess.run(
+        [sys.executable, "-m", "f5lite.prepare", str(other), str(other)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "vocab.txt exists and was not written by f5lite-prepare" in proc.stderr
+    assert file_digests(other) == before

@@ -4,7 +4,6 @@ optimizations switched from the config, signals, export and the command line."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
 import subprocess
 import sys
@@ -130,20 +129,6 @@ def test_bad_override_is_one_line(tmp_path: Path, override: str, message: str) -
 def test_memory_budget_with_dropout_is_refused() -> None:
     with pytest.raises(ValueError, match="perf.memory_budget=0.5 with model.dropout=0.1 gives wrong gradients"):
         compose_config([*BASE, "perf.compile=true", "perf.memory_budget=0.5"])
-
-
-def test_two_gloo_processes_train_and_write_one_checkpoint(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "f5lite.train", *BASE,
-        f"run_dir={run}", "optim.max_updates=3", "ckpt.every=3",
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert [p.name for p in (run / "checkpoints").glob("step-*")] == ["step-00000003"]
-    meta = (run / "checkpoints" / "step-00000003" / "meta.json").read_text()
-    assert '"num_replicas": 2' in meta
 
 
 def test_tensorboard_logger_writes_events(tmp_path: Path) -> None:

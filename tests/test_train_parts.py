@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from f5lite.config import compose_config
-from f5lite.storage.rundir import freeze_config, identity_hash
+from f5lite.storage.rundir import check_run_dir, identity_hash, write_run_files
 from f5lite.train.ema import EMA, ema_decay
 from f5lite.train.loggers import mel_image
 from f5lite.train.schedule import lr_factor
@@ -73,12 +73,13 @@ def test_step_seeds_differ_by_every_input() -> None:
 
 def test_run_dir_refuses_another_architecture(tmp_path: Path) -> None:
     cfg = compose_config(["+recipe=debug_tiny"])
-    assert freeze_config(tmp_path, cfg) == []
-    assert freeze_config(tmp_path, compose_config(["+recipe=debug_tiny", "optim.lr=0.01"])) == ["optim.lr"]
+    assert check_run_dir(tmp_path, cfg, None) == []
+    write_run_files(tmp_path, cfg, None)
+    assert check_run_dir(tmp_path, compose_config(["+recipe=debug_tiny", "optim.lr=0.01"]), None) == ["optim.lr"]
     other = compose_config(["+recipe=debug_tiny", "model.depth=3"])
     assert identity_hash(other) != identity_hash(cfg)
     with pytest.raises(ValueError, match="holds a run with other model.depth"):
-        freeze_config(tmp_path, other)
+        check_run_dir(tmp_path, other, None)
 
 
 def test_mel_image() -> None:

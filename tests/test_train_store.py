@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from f5lite.storage.store import CheckpointSaveError, CheckpointStore
 from f5lite.storage.tree import flatten, unflatten
@@ -60,7 +62,9 @@ def test_unfinished_save_is_ignored_and_removed(tmp_path: Path) -> None:
     partial.mkdir()
     (partial / "model.safetensors").write_bytes(b"half")
     assert CheckpointStore(tmp_path, writer=False).load_latest().step == 1  # type: ignore[union-attr]
-    CheckpointStore(tmp_path)  # the next writer tidies up
+    CheckpointStore(tmp_path)  # opening writes nothing: the run may still be refused
+    assert partial.exists()
+    CheckpointStore(tmp_path).tidy()  # the next run tidies up once it starts
     assert not partial.exists()
 
 
@@ -71,7 +75,7 @@ def test_async_error_surfaces_at_next_save_and_close(tmp_path: Path, monkeypatch
         raise OSError(28, "No space left on device")
 
     store = CheckpointStore(tmp_path, async_save=True)
-    monkeypatch.setattr(store_module, "save_file", disk_full)
+    monkeypatch.setattr(store_module, "write_safetensors", disk_full)
     store.save(1, groups(1), {})  # returns at once
     with pytest.raises(CheckpointSaveError, match="could not write checkpoint 1 .*No space left"):
         store.save(2, groups(2), {})
@@ -141,9 +145,66 @@ def test_sigkill_during_async_saves_never_leaves_a_partial_latest(tmp_path: Path
         if latest.exists():
             pointed = root / latest.read_text().strip()
             assert (pointed / "manifest.json").is_file(), f"trial {trial}: latest points at {pointed}"
-        ckpt = CheckpointStore(root).load_latest()  # a new writer: tidies *.tmp like a restarted run
+        restarted = CheckpointStore(root)
+        restarted.tidy()  # as a restarted run does
+        ckpt = restarted.load_latest()
         if ckpt is not None:
             assert torch.equal(ckpt.tensors["model"]["w"], torch.full((256, 1024), float(ckpt.step)))
             last_step = max(last_step, ckpt.step)
         assert not list(root.glob("*.tmp"))
     assert last_step > 0
+
+
+def test_files_are_hashed_as_they_are_written(tmp_path: Path) -> None:
+    from f5lite.storage.safetensors_stream import write_safetensors
+
+    tensors = {
+        "f32": torch.randn(3, 5),
+        "bf16": torch.randn(7).to(torch.bfloat16),
+        "scalar": torch.tensor(3, dtype=torch.int64),
+        "flag": torch.tensor([True, False]),
+        "empty": torch.zeros(0, 4, dtype=torch.float16),
+        "strided": torch.arange(12.0).reshape(3, 4).t(),
+    }
+    size, digest = write_safetensors(tmp_path / "x.safetensors", tensors, {"k": "v"})
+    data = (tmp_path / "x.safetensors").read_bytes()
+    assert size == len(data) and digest == hashlib.sha256(data).hexdigest()
+    loaded = load_file(tmp_path / "x.safetensors")
+    assert loaded.keys() == tensors.keys()
+    for key, value in tensors.items():
+        assert loaded[key].dtype == value.dtype and torch.equal(loaded[key], value), key
+    with pytest.raises(ValueError, match="dtype torch.complex64"):
+        write_safetensors(tmp_path / "y.safetensors", {"c": torch.zeros(2, dtype=torch.complex64)})
+
+    store = CheckpointStore(tmp_path / "ckpt")
+    store.save(1, groups(1), {"update": 1})
+    manifest = json.loads((tmp_path / "ckpt" / "step-00000001" / "manifest.json").read_text())
+    for name, entry in manifest["files"].items():
+        written = (tmp_path / "ckpt" / "step-00000001" / name).read_bytes()
+        assert entry == {"bytes": len(written), "sha256": hashlib.sha256(written).hexdigest()}, name
+
+
+def test_a_bounded_wait_and_no_second_write_of_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import f5lite.storage.store as store_module
+
+    release = threading.Event()
+    real = store_module.write_safetensors
+    calls = []
+
+    def slow(*args: object, **kwargs: object) -> tuple[int, str]:
+        calls.append(args[0])
+        release.wait(10)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store_module, "write_safetensors", slow)
+    store = CheckpointStore(tmp_path, async_save=False)
+    assert store.save(1, groups(1), {}, timeout=0.2) is False  # still writing: the caller can give up in time
+    assert store.wait(timeout=0.1) is False
+    release.set()
+    assert store.wait(timeout=10) is True and store.committed()[-1].name == "step-00000001"
+    before = len(calls)
+    assert store.save(1, groups(1), {}) is True  # the same step again (a stop right after a periodic save)
+    assert len(calls) == before
+    store.close()

@@ -15,10 +15,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 import torchaudio
+import yaml
 from huggingface_hub import hf_hub_download
 from torch import Tensor, nn
 from vocos import Vocos
 from vocos.feature_extractors import MelSpectrogramFeatures
+from vocos.heads import IMDCTCosHead, IMDCTSymExpHead, ISTFTHead
+from vocos.models import VocosBackbone, VocosResNetBackbone
 
 from f5lite.audio.constants import F_MAX, F_MIN, HOP_LENGTH, N_FFT, N_MELS, SAMPLE_RATE, WIN_LENGTH
 from f5lite.audio.mel import (
@@ -33,6 +36,21 @@ VOCODER_NAMES = ("vocos", "griffin_lim")
 DEFAULT_VOCOS_REPO = "charactr/vocos-mel-24khz"
 VOCOS_CONFIG_FILE = "config.yaml"
 VOCOS_WEIGHTS_FILE = "pytorch_model.bin"
+
+VOCOS_PARTS: dict[str, dict[str, type[nn.Module]]] = {
+    "feature_extractor": {"vocos.feature_extractors.MelSpectrogramFeatures": MelSpectrogramFeatures},
+    "backbone": {
+        "vocos.models.VocosBackbone": VocosBackbone,
+        "vocos.models.VocosResNetBackbone": VocosResNetBackbone,
+    },
+    "head": {
+        "vocos.heads.ISTFTHead": ISTFTHead,
+        "vocos.heads.IMDCTSymExpHead": IMDCTSymExpHead,
+        "vocos.heads.IMDCTCosHead": IMDCTCosHead,
+    },
+}
+"""The classes a Vocos `config.yaml` may name, per section. Vocos itself imports and calls whatever `class_path`
+names (`os.system` included), so a downloaded or shared config could run code; f5lite builds only these."""
 
 # "owner/name" only: a bare word or anything path-like ("./x", "/x", "~/x", "a/b/c") is taken as a directory.
 _HUB_REPO_ID = re.compile(r"[\w-]+/[\w.-]+")
@@ -110,7 +128,7 @@ class VocosVocoder(Vocoder):
         path = Path(config_yaml)
         if not path.is_file():
             raise FileNotFoundError(f"Vocos config file not found: '{path}'")
-        return cls(Vocos.from_hparams(str(path)))
+        return cls(_build_vocos(path))
 
     @classmethod
     def from_pretrained(
@@ -241,6 +259,39 @@ def load_vocoder(
     else:
         raise ValueError(f"unknown vocoder {name!r}; expected one of {', '.join(map(repr, VOCODER_NAMES))}")
     return vocoder.to(device).eval()
+
+
+def _build_vocos(path: Path) -> Vocos:
+    """A Vocos from its `config.yaml`, building only the classes of `VOCOS_PARTS` (nothing is imported by name).
+
+    Raises:
+        ValueError: the file is not a Vocos config, or names a class f5lite does not build (one line naming the key).
+    """
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ValueError(f"Vocos config {path} cannot be read: {err}".replace("\n", " ")) from None
+    if not isinstance(config, dict):
+        raise ValueError(f"Vocos config {path} is not a mapping")
+    parts = {}
+    for section, allowed in VOCOS_PARTS.items():
+        entry = config.get(section)
+        if not isinstance(entry, dict) or not isinstance(entry.get("class_path"), str):
+            raise ValueError(f"Vocos config {path}: {section}.class_path is missing")
+        name = entry["class_path"]
+        if name not in allowed:
+            raise ValueError(
+                f"Vocos config {path}: {section}.class_path={name!r} is not a Vocos class f5lite builds "
+                f"(allowed: {', '.join(allowed)})"
+            )
+        kwargs = entry.get("init_args", {})
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"Vocos config {path}: {section}.init_args is not a mapping")
+        try:
+            parts[section] = allowed[name](**kwargs)
+        except TypeError as err:
+            raise ValueError(f"Vocos config {path}: {section}.init_args do not fit {name}: {err}") from None
+    return Vocos(**parts)
 
 
 def _vocos_files(

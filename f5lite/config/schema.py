@@ -134,8 +134,9 @@ class PerfConfig:
     """torch.compile mode: `default` or `max-autotune-no-cudagraphs` (CUDA graphs modes record one graph per
     batch shape, which variable-length speech batches turn into a memory leak)."""
     compile_dynamic: bool | None = None
-    """torch.compile `dynamic`: null marks a length dynamic after it first changes, false compiles per shape (use
-    with `data.pad_multiple` to bound the shapes), true starts dynamic."""
+    """torch.compile `dynamic`: null marks a length dynamic after it first changes, true starts dynamic. `false`
+    (one graph per shape) is refused: batches vary in size as well as length, so the shapes are unbounded and
+    compilation would hit torch's recompile limit mid-run."""
     sdpa_backend: str = "auto"
     """Attention kernel: `auto` (PyTorch picks), `flash`, `efficient`, `cudnn` or `math`."""
     tf32: bool = True
@@ -153,6 +154,11 @@ class PerfConfig:
         check_choice("perf.compile_mode", self.compile_mode, COMPILE_MODES)
         check_choice("perf.sdpa_backend", self.sdpa_backend, SDPA_BACKENDS)
         check_range("perf.memory_budget", self.memory_budget, 0.0, 1.0)
+        if self.compile_dynamic is False:
+            raise ValueError(
+                "perf.compile_dynamic=false is not supported: batch sizes and lengths vary, so per-shape graphs would "
+                "exceed torch.compile's recompile limit mid-run; leave it null (dynamic after the first change) or true"
+            )
         if self.memory_budget < 1.0 and not self.compile:
             raise ValueError(
                 f"perf.memory_budget={self.memory_budget!r} has no effect without perf.compile=true; "
@@ -196,9 +202,18 @@ class CkptConfig:
     """Write checkpoints in the background so training does not stall on disk I/O."""
     export_dtype: str = "fp32"
     """Dtype of the model weights exported at the end of training: `fp32`, `bf16` or `fp16`."""
+    stop_timeout_s: float = 25.0
+    """After SIGTERM/SIGINT, seconds the checkpoint of the last update may take; past it the run exits without it
+    (the previous checkpoint is intact). Keep it below the launcher's grace period (torchrun and SLURM: 30 s)."""
+    stop_check_every: int = 5
+    """With several ranks, agree every N updates whether any rank was asked to stop (one tiny all-reduce); a single
+    process checks after every update at no cost."""
 
     def __post_init__(self) -> None:
         check_at_least("ckpt.every", self.every, 1)
+        if not self.stop_timeout_s > 0:
+            raise ValueError(f"ckpt.stop_timeout_s={self.stop_timeout_s!r} is not valid; it must be > 0")
+        check_at_least("ckpt.stop_check_every", self.stop_check_every, 1)
         check_at_least("ckpt.keep_last", self.keep_last, 0)
         check_choice("ckpt.export_dtype", self.export_dtype, WEIGHT_DTYPES)
 

@@ -172,12 +172,23 @@ class ManifestDataset(Dataset[Utterance]):
         )
 
     def _mel(self, row: ManifestRow) -> Tensor:
+        # The batch sampler budgets frames by the manifest: a file that changed since would overflow the budget
+        # (and memory) mid-run. One frame of slack covers resampling rounding.
         if row.mel_path is not None and row.mel_type == self.mel_type:
             try:
-                return read_mel(row.mel_path)
+                return self._checked(read_mel(row.mel_path), row, row.mel_path)
             except ValueError as err:
                 self._warn_once(row.mel_path, f"{err}; decoding {row.audio_path} instead")
-        return log_mel(load_audio(row.audio_path)[None], self.mel_type)[0]
+        return self._checked(log_mel(load_audio(row.audio_path)[None], self.mel_type)[0], row, row.audio_path)
+
+    @staticmethod
+    def _checked(mel: Tensor, row: ManifestRow, source: Path) -> Tensor:
+        if abs(mel.shape[0] - row.frames) > 1:
+            raise ValueError(
+                f"{source} gives {mel.shape[0]} mel frames but the manifest says {row.frames}: it changed since "
+                "f5lite-prepare measured it"
+            )
+        return mel
 
     def _record_failure(self, row: ManifestRow, err: Exception) -> None:
         self.num_failed += 1

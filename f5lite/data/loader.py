@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -30,6 +33,38 @@ class TrainData:
     sampler: FrameBudgetSampler
     dataset: ManifestDataset
     encoder: TextEncoder
+
+    def close_workers(self) -> None:
+        """Stop the loader's worker processes now (the next iteration starts new ones).
+
+        Persistent workers otherwise live until the loader is garbage-collected, which can be much later (another
+        run in the same process has forked its own workers by then, and the shutdown waits on timeouts).
+        """
+        iterator = getattr(self.loader, "_iterator", None)  # where DataLoader keeps its persistent workers
+        if iterator is not None:
+            iterator._shutdown_workers()
+            self.loader._iterator = None
+
+
+def ignore_stop_signals(worker_id: int) -> None:
+    """DataLoader worker start-up: leave SIGTERM and SIGINT from outside to the main process.
+
+    Launchers (SLURM, torchrun) and Ctrl-C signal the whole process group. A worker killed by that makes the main
+    process fail ("DataLoader worker ... killed by signal") wherever it is, before it can write its checkpoint. So
+    a worker ignores SIGINT, and SIGTERM from anyone but its parent; from the parent, SIGTERM is how the loader
+    stops a worker that does not exit by itself (`Process.terminate`), and it exits at once, as PyTorch's own
+    worker handler does. The sender is only known to `sigwaitinfo`, so SIGTERM is blocked and a thread waits for it.
+    """
+    parent = os.getppid()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+    def watch() -> None:
+        while True:
+            if signal.sigwaitinfo({signal.SIGTERM}).si_pid == parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="sigterm-watch", daemon=True).start()
 
 
 def build_train_data(
@@ -77,5 +112,6 @@ def build_train_data(
         num_workers=cfg.num_workers,
         persistent_workers=cfg.num_workers > 0,  # keeps each worker's failed-read counts across epochs
         pin_memory=pin_memory and torch.cuda.is_available(),
+        worker_init_fn=ignore_stop_signals,
     )
     return TrainData(loader, sampler, dataset, encoder)

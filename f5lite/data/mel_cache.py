@@ -1,8 +1,8 @@
 """The optional cache of 24 kHz log-mels that `f5lite-prepare --mels` writes, so training need not decode audio.
 
 Each utterance's mel `[frames, 100]` is a float32 `.npy` file under `mels/` in the prepared directory, named by
-a hash of the audio path and the mel convention: re-running `f5lite-prepare` rewrites the same files, and files
-no longer named by the manifest are removed.
+a hash of the audio path and the mel convention: re-running `f5lite-prepare` rewrites the same files, and removes
+those its previous manifest named and the new one does not (see `f5lite.prepare.ownership`).
 """
 
 from __future__ import annotations
@@ -67,28 +67,3 @@ def read_mel(path: Path) -> Tensor:
     if array.dtype != np.float32 or array.ndim != 2 or array.shape[1] != N_MELS or array.shape[0] == 0:
         raise ValueError(f"cached mel {path} is {array.dtype} {array.shape}, not float32 [frames, {N_MELS}]")
     return torch.from_numpy(array)
-
-
-def remove_stale_mels(mel_dir: Path, keep: set[Path]) -> int:
-    """Delete cached mels under `mel_dir` that are not in `keep`, and folders left empty.
-
-    Args:
-        mel_dir: The cache folder; nothing happens when it does not exist.
-        keep: Absolute paths of the cache files the new manifest names.
-
-    Returns:
-        How many files were removed.
-    """
-    if not mel_dir.is_dir():
-        return 0
-    removed = 0
-    for file in sorted(mel_dir.glob("*/*.npy")):
-        if file.absolute() not in keep:
-            file.unlink()
-            removed += 1
-    for folder in sorted(mel_dir.iterdir()):
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-    if not any(mel_dir.iterdir()):
-        mel_dir.rmdir()
-    return removed

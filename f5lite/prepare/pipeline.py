@@ -43,9 +43,10 @@ from f5lite.data.manifest import (
     portable_path,
     write_manifest,
 )
-from f5lite.data.mel_cache import mel_cache_path, remove_stale_mels, write_mel
+from f5lite.data.mel_cache import mel_cache_path, write_mel
 from f5lite.prepare.checks import Limits, check_audio, check_speaking_rate, check_text
 from f5lite.prepare.layouts import SourceRow, read_source
+from f5lite.prepare.ownership import FIXED_OUTPUTS, check_targets, owned_by_earlier_run, remove_leftovers
 from f5lite.prepare.skips import SKIP_REASONS, Skip
 from f5lite.prepare.vocab_builder import VocabResult, build_vocab
 from f5lite.text import TOKENIZER_NAMES, Tokenizer, get_tokenizer, load_vocab
@@ -149,6 +150,11 @@ def prepare(
     get_tokenizer(options.tokenizer)  # a missing zh extra is reported before any work starts
     mel_dir = out / MEL_DIR_NAME
     source = read_source(input_path, ignore={out / MANIFEST_NAME, out / VOCAB_NAME, out / REPORT_NAME, mel_dir})
+    owned = owned_by_earlier_run(out)
+    targets = [out / name for name in FIXED_OUTPUTS]
+    if options.mels:
+        targets += [mel_cache_path(mel_dir, row.audio_path, options.mel_type) for row in source.rows]
+    check_targets(out, targets, owned)  # before any work: nothing of anyone else's is ever replaced
     out.mkdir(parents=True, exist_ok=True)
 
     settings = _Settings(options.tokenizer, options.limits, options.mel_type, mel_dir if options.mels else None)
@@ -173,17 +179,19 @@ def prepare(
         if options.fixed_vocab:
             kept = _skip_unknown_tokens(kept, vocab, skipped)
     rows = [k.row for k in kept]
-    report = _report(Path(os.path.abspath(input_path)), out, source.layout, rows, skipped, options, vocab)
-
+    written = {out / REPORT_NAME}
     if rows:
         if vocab is not None:
             # The tokens come from a loaded vocab or from text split at white space, so none holds a line break;
             # write_vocab would only warn again, under the temporary file's name, about the base's duplicate rows.
             write_text_atomic(out / VOCAB_NAME, "".join(f"{token}\n" for token in vocab.tokens))
+            written.add(out / VOCAB_NAME)
         write_manifest(out / MANIFEST_NAME, rows)
-    else:
-        (out / MANIFEST_NAME).unlink(missing_ok=True)
-    remove_stale_mels(mel_dir, {r.mel_path for r in rows if r.mel_path is not None})
+        written.add(out / MANIFEST_NAME)
+    outputs = sorted(p.name for p in written)
+    report = _report(Path(os.path.abspath(input_path)), out, source.layout, rows, skipped, options, vocab, outputs)
+    # A run that keeps nothing removes the manifest it left before, so no stale manifest is trained on.
+    remove_leftovers(owned, written | {r.mel_path for r in rows if r.mel_path is not None}, mel_dir)
     write_json_atomic(out / REPORT_NAME, report)
     return PrepareResult(rows, skipped, report)
 
@@ -280,6 +288,7 @@ def _report(
     skipped: list[Skip],
     options: PrepareOptions,
     vocab: VocabResult | None,
+    outputs: list[str],
 ) -> dict[str, Any]:
     by_reason = Counter(s.reason for s in skipped)
     vocab_report = None
@@ -310,4 +319,5 @@ def _report(
             "mel_type": options.mel_type,
             "mels": options.mels,
         },
+        "outputs": outputs,
     }

@@ -1,4 +1,4 @@
-"""The run directory: deterministic from the config (the same command resumes), frozen config, vocab copy.
+"""The run directory: deterministic from the config (the same command resumes), frozen config, vocab copy, lock.
 
 Layout:
 
@@ -7,24 +7,26 @@ Layout:
     RUN_DIR/checkpoints/    training checkpoints (see `f5lite.storage.store`)
     RUN_DIR/export/         the exported model, written once at the end of training
     RUN_DIR/logs/           tensorboard / wandb files
+    RUN_DIR/run.lock        held by the launch training in it (see `f5lite.storage.lock`)
+
+A launch first checks everything that could refuse it (`check_run_dir`, then the checkpoint), and only then writes
+(`write_run_files`), so a refused launch leaves the directory as it was.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
-import shutil
 from pathlib import Path
 
 import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from f5lite.atomic import write_text_atomic
 from f5lite.config import MODEL_SCHEMAS, TrainConfig, config_to_yaml
 from f5lite.config.structured import open_structured
-
-log = logging.getLogger(__name__)
+from f5lite.text import Vocab, load_vocab
 
 CONFIG_FILE = "config.yaml"
 VOCAB_FILE = "vocab.txt"
@@ -70,45 +72,57 @@ def load_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
     return cfg
 
 
-def freeze_config(run_dir: Path, cfg: TrainConfig) -> list[str]:
-    """Write `config.yaml` (atomically), after checking it may replace the one already there.
+def vocab_hash(vocab: Vocab | None) -> str | None:
+    """sha256 of a vocab's tokens in order (None for the byte tokenizer): the text ids' meaning."""
+    if vocab is None:
+        return None
+    return hashlib.sha256("\n".join(vocab.tokens).encode("utf-8")).hexdigest()
+
+
+def check_run_dir(run_dir: Path, cfg: TrainConfig, vocab: Vocab | None) -> list[str]:
+    """Check, without writing anything, that this launch may use `run_dir` (a new run, or a resume of the same one).
 
     Args:
-        run_dir: the run directory (created if needed).
-        cfg: the composed config.
+        run_dir: the run directory (it may not exist yet).
+        cfg: the composed config of this launch.
+        vocab: the training data's vocab (None for bytes).
 
     Returns:
         Keys whose value differs from the previous launch's (empty for a new run).
 
     Raises:
-        ValueError: the run directory holds a run of another architecture, tokenizer or mel type.
+        ValueError: the run directory holds a run of another architecture, tokenizer or mel type, or one whose
+            vocab differs from the data's (same size in another order included).
     """
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / CONFIG_FILE
-    text = config_to_yaml(cfg)
     changed: list[str] = []
-    if path.is_file():
-        old = OmegaConf.create(path.read_text())
-        new = OmegaConf.create(text)
-        changed = _diff(OmegaConf.to_container(old), OmegaConf.to_container(new))
+    config = run_dir / CONFIG_FILE
+    if config.is_file():
+        old = OmegaConf.to_container(OmegaConf.create(config.read_text(encoding="utf-8")))
+        changed = _diff(old, OmegaConf.to_container(OmegaConf.create(config_to_yaml(cfg))))
         fixed = [key for key in changed if any(key == k or key.startswith(k + ".") for k in _IDENTITY_KEYS)]
         if fixed:
             raise ValueError(
                 f"run_dir={str(run_dir)!r} holds a run with other {', '.join(fixed)}; "
                 "give another run_dir (or run_name) to start a new run"
             )
-        if changed:
-            log.warning("resuming %s with changed settings: %s", run_dir, ", ".join(changed))
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    kept = run_dir / VOCAB_FILE
+    if kept.is_file() and vocab is not None:
+        old_vocab = load_vocab(kept)
+        if old_vocab.tokens != vocab.tokens:
+            how = "another order" if sorted(old_vocab.tokens) == sorted(vocab.tokens) else "other tokens"
+            raise ValueError(
+                f"run_dir={str(run_dir)!r} was trained with another vocab ({len(old_vocab)} tokens in its vocab.txt, "
+                f"{len(vocab)} in {cfg.data.dir}'s, {how}): its text ids would mean other tokens; give another run_dir"
+            )
     return changed
 
 
-def copy_vocab(run_dir: Path, vocab: Path | None) -> None:
-    """Keep the training vocab next to the checkpoints (a no-op for the byte tokenizer, which has none)."""
+def write_run_files(run_dir: Path, cfg: TrainConfig, vocab: Vocab | None) -> None:
+    """Write `config.yaml` (this launch's config) and `vocab.txt`, each atomically; after `check_run_dir`."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(run_dir / CONFIG_FILE, config_to_yaml(cfg))
     if vocab is not None:
-        shutil.copyfile(vocab, run_dir / VOCAB_FILE)
+        write_text_atomic(run_dir / VOCAB_FILE, "".join(f"{token}\n" for token in vocab.tokens))
 
 
 def _diff(old: object, new: object, prefix: str = "") -> list[str]:

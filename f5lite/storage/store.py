@@ -8,13 +8,15 @@ Layout of `RUN_DIR/checkpoints/`:
         manifest.json       written last: size and sha256 of every file; its presence marks the commit
     latest                  name of the newest committed checkpoint (replaced atomically after each commit)
 
-A save writes into `step-N.tmp/`, fsyncs every file, writes the manifest, renames the directory into place, fsyncs
-the parent, and only then points `latest` at it. A kill at any moment leaves either the old or the new checkpoint
-complete; `*.tmp` leftovers are removed at the next start. Loading walks checkpoints from the newest, verifies
-sizes and checksums, and skips a damaged one with a warning.
+A save writes into `step-N.tmp/`, each file flushed to disk and hashed while it is written (nothing is read back),
+writes the manifest, renames the directory into place, fsyncs the parent, and only then points `latest` at it. A
+kill at any moment leaves either the old or the new checkpoint complete; `*.tmp` leftovers are removed by `tidy`
+when the next run starts. Loading walks checkpoints from the newest, verifies sizes and checksums, and skips a
+damaged one with a warning.
 
-With `async_save`, `save` copies the tensors to CPU memory and returns; a background thread writes them while
-training continues. One save is in flight at a time; its error surfaces at the next `save`, `wait` or `close`.
+`save` copies the tensors to CPU memory and hands them to a writer thread. With `async_save` it returns then and
+training continues while the files are written; otherwise it waits. One save is in flight at a time; its error
+surfaces at the next `save`, `wait` or `close`. `wait(timeout)` bounds the wait (a preempted job has seconds).
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ import logging
 import os
 import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+
+from f5lite.storage.safetensors_stream import write_bytes_synced, write_safetensors
 
 log = logging.getLogger(__name__)
 
@@ -98,57 +103,87 @@ class CheckpointStore:
     """Writes, rotates and finds training checkpoints in one directory."""
 
     def __init__(self, root: str | Path, keep_last: int = 3, async_save: bool = False, writer: bool = True) -> None:
-        """Open (and on the writer, create and tidy) a checkpoint directory.
+        """Open a checkpoint directory (nothing is written until `tidy` or `save`).
 
         Args:
             root: `RUN_DIR/checkpoints`.
             keep_last: committed checkpoints to keep; 0 keeps all.
-            async_save: write in a background thread.
+            async_save: return from `save` once the tensors are copied, while a thread writes them.
             writer: whether this process writes (rank 0); other ranks only read.
         """
         self.root = Path(root)
         self.keep_last = keep_last
+        self.async_save = async_save
         self.writer = writer
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt") if async_save else None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt") if writer else None
         self._inflight: Future[None] | None = None
-        if writer:
-            self.root.mkdir(parents=True, exist_ok=True)
-            for stale in self.root.glob(f"*{_TMP}"):
-                log.warning("removing unfinished checkpoint %s (a save was interrupted)", stale)
-                shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+        self._last_step: int | None = None  # the step of the newest save handed to the writer
+
+    def tidy(self) -> None:
+        """Create the directory and remove what interrupted saves left (`*.tmp`). Call once the run is settled."""
+        if not self.writer:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        for stale in self.root.glob(f"*{_TMP}"):
+            log.warning("removing unfinished checkpoint %s (a save was interrupted)", stale)
+            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
 
     # ----------------------------------------------------------------------------------------------- saving
 
-    def save(self, step: int, tensors: dict[str, dict[str, torch.Tensor]], meta: dict[str, Any]) -> None:
-        """Save one checkpoint (returns once the tensors are copied when saving asynchronously).
+    def save(
+        self,
+        step: int,
+        tensors: dict[str, dict[str, torch.Tensor]],
+        meta: dict[str, Any],
+        *,
+        timeout: float | None = None,
+    ) -> bool:
+        """Save one checkpoint; a step already saved by this store is not written twice.
 
         Args:
             step: optimizer updates done.
             tensors: groups of tensors, e.g. `{"model": ..., "ema": ..., "optimizer": ...}`; one file per group.
             meta: JSON-serializable metadata (scheduler, sampler position, counters, config hash).
+            timeout: seconds to wait at most, for the previous save and (unless asynchronous) this one.
+
+        Returns:
+            False when the timeout passed first (the newest committed checkpoint is still intact); True otherwise.
 
         Raises:
             CheckpointSaveError: this save, or the previous asynchronous one, failed.
         """
-        if not self.writer:
-            return
-        self.wait()
-        meta_text = json.dumps({**meta, "step": step}, indent=1, sort_keys=True)
         if self._pool is None:
-            groups = {g: {k: v.detach().cpu().contiguous() for k, v in sd.items()} for g, sd in tensors.items()}
-            self._write_guarded(step, groups, meta_text)
-            return
+            return True
+        if not self.wait(timeout):
+            return False
+        if step == self._last_step:
+            return True  # e.g. a stop request right after the periodic save of the same update
+        meta_text = json.dumps({**meta, "step": step}, indent=1, sort_keys=True)
         # The snapshot must be complete before the caller's next optimizer step changes the tensors.
         groups = {
             g: {k: v.detach().to("cpu", copy=True).contiguous() for k, v in sd.items()} for g, sd in tensors.items()
         }
         self._inflight = self._pool.submit(self._write_guarded, step, groups, meta_text)
+        self._last_step = step
+        return True if self.async_save else self.wait(timeout)
 
-    def wait(self) -> None:
-        """Block until the in-flight save is written; raise its error if it failed."""
-        inflight, self._inflight = self._inflight, None
-        if inflight is not None:
-            inflight.result()
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the in-flight save is written (at most `timeout` seconds); raise its error if it failed.
+
+        Returns:
+            False when the timeout passed with the save still running.
+        """
+        inflight = self._inflight
+        if inflight is None:
+            return True
+        try:
+            inflight.result(timeout=None if timeout is None else max(timeout, 0.0))
+        except FutureTimeout:
+            return False
+        finally:
+            if inflight.done():
+                self._inflight = None
+        return True
 
     def close(self) -> None:
         """Finish the in-flight save and stop the writer thread (raises a failed save's error)."""
@@ -165,27 +200,22 @@ class CheckpointStore:
             raise CheckpointSaveError(f"could not write checkpoint {step} in {self.root}: {err}") from err
 
     def _write(self, step: int, groups: dict[str, dict[str, torch.Tensor]], meta_text: str) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
         final = self.root / f"{_PREFIX}{step:08d}"
-        if final.exists() and self._verify(final) is None:
-            return  # this update is already committed (e.g. a SIGTERM save right after a periodic one)
         tmp = final.with_name(final.name + _TMP)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        files = {}
+        manifest: dict[str, dict[str, Any]] = {}
         for group, sd in groups.items():
-            path = tmp / f"{group}.safetensors"
-            save_file(sd, path)
-            files[path.name] = path
-        (tmp / _META).write_text(meta_text)
-        files[_META] = tmp / _META
-        for path in files.values():
-            _fsync_file(path)
-        manifest = {name: {"bytes": p.stat().st_size, "sha256": _sha256(p)} for name, p in files.items()}
-        (tmp / _MANIFEST).write_text(json.dumps({"step": step, "files": manifest}, indent=1))
-        _fsync_file(tmp / _MANIFEST)
+            name = f"{group}.safetensors"
+            size, digest = write_safetensors(tmp / name, sd)
+            manifest[name] = {"bytes": size, "sha256": digest}
+        size, digest = write_bytes_synced(tmp / _META, meta_text.encode("utf-8"))
+        manifest[_META] = {"bytes": size, "sha256": digest}
+        write_bytes_synced(tmp / _MANIFEST, json.dumps({"step": step, "files": manifest}, indent=1).encode("utf-8"))
         _fsync_dir(tmp)
-        if final.exists():  # a damaged copy of the same step: move it aside so the rename can happen
-            trash = final.with_name(final.name + ".damaged" + _TMP)
+        if final.exists():  # an earlier copy of the same step (a damaged one, or from before a restart)
+            trash = final.with_name(final.name + ".replaced" + _TMP)
             os.replace(final, trash)
             shutil.rmtree(trash, ignore_errors=True)
         os.replace(tmp, final)

@@ -36,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainingStopped as stopped:
         sys.stderr.write(f"f5lite-train: stopped by a signal; checkpoint at update {trainer.update}\n")
         return int(stopped.code or 1)
+    except ValueError as err:  # the run directory was taken by another launch meanwhile
+        sys.stderr.write(f"f5lite-train: {err}\n")
+        return 2
     return 0
 
 

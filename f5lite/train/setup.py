@@ -34,14 +34,17 @@ class ModelSetup:
     """A backbone ready to train: weights, adapters, EMA and optimizations applied, in the documented order."""
 
     backbone: nn.Module
-    ema: EMA
+    ema: EMA | None
+    """The weight average, or None on ranks other than 0."""
     trainable: list[str] | None
     """Names of the trained parameters with LoRA (None: all)."""
     grown: int
     """Text-embedding rows added for tokens the pretrained vocab lacks."""
 
 
-def build_model(cfg: TrainConfig, num_embeds: int, vocab: Vocab | None, device: torch.device) -> ModelSetup:
+def build_model(
+    cfg: TrainConfig, num_embeds: int, vocab: Vocab | None, device: torch.device, *, with_ema: bool = True
+) -> ModelSetup:
     """Steps 1-7 of the order in the module docstring.
 
     Args:
@@ -49,6 +52,7 @@ def build_model(cfg: TrainConfig, num_embeds: int, vocab: Vocab | None, device: 
         num_embeds: the text vocabulary size.
         vocab: the training vocab (None for bytes), for growing pretrained text tables.
         device: where to train.
+        with_ema: make the EMA copy (rank 0 only: the other ranks' averages would never be used).
 
     Raises:
         ValueError: unreadable or mismatched `init.weights`, a vocab that does not extend the pretrained one,
@@ -66,7 +70,11 @@ def build_model(cfg: TrainConfig, num_embeds: int, vocab: Vocab | None, device: 
     backbone.to(device)
     ema_device = torch.device("cpu") if cfg.ema.device == "cpu" else device
     # A new EMA, also when starting from pretrained weights: its step starts at 0, so its decay warms up again.
-    ema = EMA(backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device, trainable)
+    ema = (
+        EMA(backbone, cfg.ema.decay, cfg.ema.update_every, cfg.ema.update_after, ema_device, trainable)
+        if with_ema
+        else None
+    )
     apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
     if cfg.perf.compile:
         apply_compile(

@@ -8,6 +8,11 @@ Per update nothing is read back to the host: the loss is summed on the device an
 updates, a non-finite loss or gradient skips the update on the device (the fused optimizer's `found_inf`, the
 learning rate driven by the device-side count of applied updates, the EMA weighted by the same flag), and
 randomness is derived from (seed, update, rank, micro-batch) so that resume is exact without saving RNG state.
+
+Across ranks, every decision is made once and shared (`f5lite.train.ranks`): rank 0 takes the run directory's lock,
+checks the directory and picks, verifies and broadcasts the checkpoint to resume; a stop request seen by any rank
+is agreed by all every `ckpt.stop_check_every` updates, so every rank stops after the same update. Nothing in the run
+directory changes until everything that could refuse the launch has been checked.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,12 +36,22 @@ from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models.attention import sdpa_backend
 from f5lite.models.cfm import CFM
+from f5lite.storage.lock import RunLock
 from f5lite.storage.lora import LoraSettings, merge_lora
-from f5lite.storage.rundir import CHECKPOINTS, EXPORT, LOGS, copy_vocab, freeze_config, identity_hash
-from f5lite.storage.store import CheckpointStore
+from f5lite.storage.rundir import (
+    CHECKPOINTS,
+    EXPORT,
+    LOGS,
+    check_run_dir,
+    identity_hash,
+    vocab_hash,
+    write_run_files,
+)
+from f5lite.storage.store import Checkpoint, CheckpointStore
 from f5lite.storage.tree import flatten, unflatten
 from f5lite.train.export import export_run
 from f5lite.train.loggers import MetricLogger, make_logger
+from f5lite.train.ranks import agree, any_rank, broadcast_tensors, check_distributed_type, distributed
 from f5lite.train.samples import SampleLogger
 from f5lite.train.schedule import lr_factor
 from f5lite.train.seeding import seed_step
@@ -52,23 +69,44 @@ class BadUpdatesError(RuntimeError):
     """Too many updates in a row had a non-finite loss or gradient."""
 
 
+def bad_update(loss_finite: torch.Tensor, applied: torch.Tensor, grad_scaler: bool) -> torch.Tensor:
+    """Whether an update counts as bad (towards `optim.max_bad_updates`), on the device.
+
+    Without a gradient scaler (fp32, bf16) every skipped update is bad. With one (fp16), a non-finite gradient
+    under a finite loss is the scaler's normal overflow: it skips the step and lowers its scale, and early in a run
+    that happens several times in a row; only a non-finite loss is bad then.
+
+    Args:
+        loss_finite: 0-d bool, the update's loss is finite.
+        applied: 0-d bool, the optimizer applied the update (finite loss and gradients).
+        grad_scaler: whether a gradient scaler (fp16) is in use.
+    """
+    return ~loss_finite if grad_scaler else ~applied
+
+
 class Trainer:
     """One training run, from a composed `TrainConfig`."""
 
     def __init__(self, cfg: TrainConfig, accelerator: Accelerator | None = None) -> None:
         """Set up data, model, optimizations, optimizer and checkpoints, and resume if a checkpoint exists.
 
+        Everything that can refuse the launch (the run directory's lock, its config and vocab, the checkpoint's
+        identity, integrity and sampler settings, the sample vocoder) is checked before anything in the run
+        directory is written, so a refused launch leaves it as it was.
+
         Args:
             cfg: the composed config.
             accelerator: an existing `Accelerator` (tests pass one); by default one is made from `cfg.perf`.
 
         Raises:
-            ValueError: a setting that cannot work (data directory, a resume under another architecture, ...).
+            ValueError: a setting that cannot work (data directory, a run directory in use or of another run, an
+                unsupported accelerate mode, ...), on every rank alike.
         """
         self.cfg = cfg
         self.acc = accelerator or Accelerator(
             cpu=not torch.cuda.is_available(), mixed_precision=cfg.perf.precision, step_scheduler_with_optimizer=False
         )
+        check_distributed_type(self.acc.distributed_type)
         self.device = self.acc.device
         self.rank = self.acc.process_index
         self.run_dir = Path(cfg.run_dir).resolve()
@@ -84,13 +122,21 @@ class Trainer:
             num_replicas=self.acc.num_processes,
             pin_memory=cfg.perf.pin_memory and self.device.type == "cuda",
         )
-        if self.main:
-            freeze_config(self.run_dir, cfg)
-            copy_vocab(self.run_dir, self.data.dataset.vocab_path)
-        self.acc.wait_for_everyone()
         self.identity = identity_hash(cfg)
+        self.vocab_hash = vocab_hash(self.data.encoder.vocab)
+        self.lock = RunLock(self.run_dir)
+        agree(self.main, self.lock.acquire)
+        try:
+            self._set_up()
+        finally:
+            self.lock.release()  # taken again by `fit`
 
-        setup = build_model(cfg, self.data.encoder.num_embeds, self.data.encoder.vocab, self.device)
+    def _set_up(self) -> None:
+        cfg, vocab = self.cfg, self.data.encoder.vocab
+        changed = agree(self.main, lambda: check_run_dir(self.run_dir, cfg, vocab))
+        if changed and self.main:
+            log.warning("resuming %s with changed settings: %s", self.run_dir, ", ".join(changed))
+        setup = build_model(cfg, self.data.encoder.num_embeds, vocab, self.device, with_ema=self.main)
         if self.main and setup.grown:
             log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", setup.grown)
         self.backbone, self.trainable, self.ema = setup.backbone, setup.trainable, setup.ema
@@ -103,33 +149,37 @@ class Trainer:
         self.bad_streak = torch.zeros((), dtype=torch.int64, device=self.device)
         self.store = CheckpointStore(self.run_dir / CHECKPOINTS, cfg.ckpt.keep_last, cfg.ckpt.async_save, self.main)
         self._consumed = 0
-        self._window_finite: list[torch.Tensor] = []
+        self._window_ok: list[torch.Tensor] = []
         self._streak_before_window = 0  # bad updates in a row at the start of the current logging window
-        self.samples = (
-            SampleLogger(cfg, self.data.encoder.num_embeds, self.device)
-            if cfg.logger.sample_every and self.main
-            else None
-        )
+        self.samples: SampleLogger | None = None
+        if cfg.logger.sample_every:
+            agree(self.main, self._make_sample_logger)
         self._resume()
+        if self.main:  # everything that could refuse this launch has passed: now the run directory may change
+            write_run_files(self.run_dir, cfg, vocab)
+            self.store.tidy()
+        self.acc.wait_for_everyone()
+
+    def _make_sample_logger(self) -> None:
+        self.samples = SampleLogger(self.cfg, self.data.encoder.num_embeds, self.device)
 
     # ------------------------------------------------------------------------------------------ checkpoints
 
     def _resume(self) -> None:
-        ckpt = self.store.load_latest()
-        if ckpt is None:
+        """Rank 0 picks and verifies the newest intact checkpoint; every rank loads what rank 0 read."""
+        picked: list[Checkpoint] = []
+        meta = agree(self.main, lambda: self._pick_checkpoint(picked))
+        if meta is None:
             return
-        meta = ckpt.meta
-        if meta.get("identity") != self.identity:
-            raise ValueError(
-                f"checkpoint {ckpt.path} was trained with another architecture, tokenizer or mel type; "
-                "give another run_dir to start a new run"
-            )
-        self.backbone.load_state_dict(ckpt.tensors["model"], strict=self.trainable is None)
-        if self.trainable is not None and set(ckpt.tensors["model"]) != set(self.trainable):
-            raise ValueError(f"checkpoint {ckpt.path} does not hold this run's LoRA adapters")
+        ckpt = picked[0] if picked else None
+        model = broadcast_tensors(ckpt.tensors["model"] if ckpt else None, self.device)
+        self.backbone.load_state_dict(model, strict=self.trainable is None)
+        optimizer = broadcast_tensors(ckpt.tensors.get("optimizer", {}) if ckpt else None, self.device)
+        self.optimizer.load_state_dict(unflatten(meta["optimizer"], optimizer))
         self.update = int(meta["update"])
-        self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]), calls=self.update)
-        self.optimizer.load_state_dict(unflatten(meta["optimizer"], ckpt.tensors.get("optimizer", {})))
+        if self.ema is not None:
+            assert ckpt is not None
+            self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]), calls=self.update)
         self.data.sampler.load_state_dict(meta["sampler"])
         self._consumed = int(meta["sampler"]["offset"])
         self.applied.fill_(int(meta["applied"]))
@@ -137,10 +187,42 @@ class Trainer:
         self.bad_streak.fill_(int(meta["bad_streak"]))
         self._streak_before_window = int(meta["bad_streak"])
         if self.main:
-            log.info("resumed from %s (update %d)", ckpt.path, self.update)
+            log.info("resumed from %s (update %d)", picked[0].path, self.update)
 
-    def save(self) -> None:
-        """Write a training checkpoint of the current update (asynchronously when `ckpt.async_save`)."""
+    def _pick_checkpoint(self, picked: list[Checkpoint]) -> dict[str, Any] | None:
+        """Rank 0: the newest intact checkpoint's metadata, after checking this launch can continue it."""
+        ckpt = self.store.load_latest()
+        if ckpt is None:
+            return None
+        meta = ckpt.meta
+        if meta.get("identity") != self.identity:
+            raise ValueError(
+                f"checkpoint {ckpt.path} was trained with another architecture, tokenizer or mel type; "
+                "give another run_dir to start a new run"
+            )
+        if "vocab" in meta and meta["vocab"] != self.vocab_hash:
+            raise ValueError(
+                f"checkpoint {ckpt.path} was trained with another vocab than data.dir's vocab.txt (its text ids would "
+                "mean other tokens); give another run_dir to start a new run"
+            )
+        if self.trainable is not None and set(ckpt.tensors["model"]) != set(self.trainable):
+            raise ValueError(f"checkpoint {ckpt.path} does not hold this run's LoRA adapters")
+        self.data.sampler.load_state_dict(meta["sampler"])  # refuses other data or batching settings
+        picked.append(ckpt)
+        return meta
+
+    def save(self, timeout: float | None = None) -> bool:
+        """Write a training checkpoint of the current update (rank 0; asynchronously when `ckpt.async_save`).
+
+        Args:
+            timeout: seconds to wait at most (for the previous save and, unless asynchronous, this one).
+
+        Returns:
+            False when the timeout passed first; the newest committed checkpoint is then still intact.
+        """
+        if not self.main:
+            return True
+        assert self.ema is not None
         skeleton, opt_tensors = flatten(self.optimizer.state_dict(), prefix="optimizer")
         meta: dict[str, Any] = {
             "update": self.update,
@@ -151,13 +233,14 @@ class Trainer:
             "sampler": self.data.sampler.state_dict(self._consumed),
             "optimizer": skeleton,
             "identity": self.identity,
+            "vocab": self.vocab_hash,
             "torch": torch.__version__,
         }
         model = self.backbone.state_dict()
         if self.trainable is not None:  # the frozen base comes back from init.weights
             model = {k: model[k] for k in self.trainable}
         tensors = {"model": model, "ema": self.ema.state_dict(), "optimizer": opt_tensors}
-        self.store.save(self.update, tensors, meta)
+        return self.store.save(self.update, tensors, meta, timeout=timeout)
 
     # ------------------------------------------------------------------------------------------------ steps
 
@@ -213,7 +296,8 @@ class Trainer:
         cfg = self.cfg
         max_norm = cfg.optim.max_grad_norm if cfg.optim.max_grad_norm > 0 else math.inf
         grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), max_norm)
-        finite = torch.isfinite(loss) & torch.isfinite(torch.as_tensor(grad_norm, device=self.device))
+        loss_finite = torch.isfinite(loss)
+        finite = loss_finite & torch.isfinite(torch.as_tensor(grad_norm, device=self.device))
         factor = lr_factor(self.applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
         for group in self.optimizer.param_groups:
             group["lr"] = (cfg.optim.lr * factor).to(self.device)
@@ -223,12 +307,14 @@ class Trainer:
             self.optimizer.optimizer.grad_scale = None
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        bad = bad_update(loss_finite, finite, self.acc.scaler is not None)
         self.applied += finite.long()
-        self.bad_total += (~finite).long()
-        self.bad_streak = (self.bad_streak + 1) * (~finite).long()
-        self.ema.update(self.backbone, finite)
+        self.bad_total += bad.long()
+        self.bad_streak = (self.bad_streak + 1) * bad.long()
+        if self.ema is not None:  # rank 0 only: the other ranks' averages would never be used
+            self.ema.update(self.backbone, finite)
         self.update += 1
-        self._window_finite.append(finite)
+        self._window_ok.append(~bad)
         return finite
 
     def _micro_batches(self) -> Iterator[list[Batch]]:
@@ -252,14 +338,17 @@ class Trainer:
         """Train until `optim.max_updates`, then save and export.
 
         Args:
-            until: stop earlier, after this many updates, with a checkpoint (training in stages; a later `fit`
-                in a new process resumes exactly there).
+            until: stop earlier, after this many updates, with a checkpoint (training in stages; a later `fit`,
+                in this process or a new one, resumes exactly there).
 
         Raises:
-            TrainingStopped: a SIGTERM/SIGINT arrived; a checkpoint of the last finished update was written.
+            TrainingStopped: a SIGTERM/SIGINT reached a rank; every rank stopped after the same update and a
+                checkpoint of it was written (see `_stop`).
             BadUpdatesError: `optim.max_bad_updates` updates in a row were skipped.
+            ValueError: the run directory is in use by another launch.
         """
         cfg = self.cfg
+        agree(self.main, self.lock.acquire)
         stop = StopRequest()
         stop.install()
         logger: MetricLogger = MetricLogger()
@@ -268,6 +357,8 @@ class Trainer:
         bar = tqdm(total=cfg.optim.max_updates, initial=self.update, disable=not self.main, desc=cfg.run_name)
         window_loss = torch.zeros((), device=self.device)
         window_frames, window_start, window_paths = 0, time.perf_counter(), []
+        # Alone, the flag costs nothing to read; across ranks it takes an all-reduce, so only every few updates.
+        check_every = cfg.ckpt.stop_check_every if distributed() else 1
         try:
             batches = self._micro_batches()
             last = cfg.optim.max_updates if until is None else min(until, cfg.optim.max_updates)
@@ -285,21 +376,54 @@ class Trainer:
                     self.samples.log(logger, self.ema_weights(), group[0], self.update)
                 if self.update % cfg.ckpt.every == 0 or self.update == last:
                     self.save()
-                if stop.signum is not None:
-                    self.save()
-                    self.store.wait()
-                    raise TrainingStopped(stop.exit_code)
+                if self.update % check_every == 0:
+                    signum = any_rank(stop.signum or 0, self.device)
+                    if signum:
+                        self._stop(signum)
             self.store.wait()
             if self.update >= cfg.optim.max_updates and self.main:
                 export_run(self.run_dir, self.run_dir / EXPORT, dtype=cfg.ckpt.export_dtype)
         finally:
             bar.close()
             stop.uninstall()
-            self.store.close()
             logger.close()
+            self.data.close_workers()
+            try:
+                self.store.wait()
+            finally:
+                self.lock.release()
+
+    def _stop(self, signum: int) -> None:
+        """Save the current update within `ckpt.stop_timeout_s` (rank 0) and stop with 128 + the signal number.
+
+        Launchers kill a job some seconds after SIGTERM (torchrun and SLURM: 30 s by default), so the wait is
+        bounded: a save that has not finished by then is abandoned (the previous checkpoint stays intact) and the
+        process exits at once, with a message saying so, rather than being killed in the middle of something else.
+
+        Raises:
+            TrainingStopped: always, once the checkpoint is written.
+        """
+        code = 128 + signum
+        if self.main:
+            budget = self.cfg.ckpt.stop_timeout_s
+            start = time.monotonic()
+            done = self.save(timeout=budget) and self.store.wait(timeout=budget - (time.monotonic() - start))
+            if not done:
+                message = (
+                    f"f5lite-train: the checkpoint of update {self.update} did not finish within "
+                    f"ckpt.stop_timeout_s={budget:g}; the previous checkpoint is intact (raise the launcher's grace "
+                    "period and ckpt.stop_timeout_s)\n"
+                )
+                sys.stderr.write(message)
+                sys.stderr.flush()
+                self.lock.release()
+                os._exit(code)
+            log.info("stopped by signal %d: checkpoint of update %d written", signum, self.update)
+        raise TrainingStopped(code)
 
     def ema_weights(self) -> dict[str, torch.Tensor]:
-        """The EMA weights as a plain backbone state dict (LoRA adapters folded into the frozen base)."""
+        """The EMA weights as a plain backbone state dict (LoRA adapters folded into the frozen base); rank 0."""
+        assert self.ema is not None, "the EMA lives on rank 0 only"
         if self.trainable is None:
             return self.ema.state_dict()
         state = {k: v.detach() for k, v in self.backbone.state_dict().items()}
@@ -310,8 +434,9 @@ class Trainer:
         self, logger: MetricLogger, bar: tqdm, loss: torch.Tensor, frames: int, start: float, paths: list[list[str]]
     ) -> None:
         # The one host sync of a logging window.
-        finite = torch.stack(self._window_finite).tolist()
-        self._window_finite = []
+        finite = torch.stack(self._window_ok).tolist()
+        self._window_ok = []
+        self.lock.heartbeat()
         first = self.update - len(finite) + 1
         # The longest run of skipped updates anywhere in the window (continuing the previous window's run): a run
         # that a good update ended before this check still stops training.

@@ -1,0 +1,89 @@
+"""Two gloo ranks under torchrun: a stop request seen by one rank stops both after the same update, and rank 0's
+choice of checkpoint is what every rank resumes from, whatever the other ranks' disks hold."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from data_helpers import file_digests
+from trainer_helpers import BASE
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def torchrun(*args: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "f5lite.train", *BASE, *args]
+
+
+def rank_pid(agent: int, rank: int) -> int | None:
+    """The pid of the worker of `rank` that the torchrun agent `agent` started (read from /proc)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == agent and f"RANK={rank}".encode() in environ:
+            return int(entry.name)
+    return None
+
+
+def test_a_sigterm_to_one_rank_stops_both_after_the_same_update(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    cmd = torchrun(f"run_dir={run}", "optim.max_updates=100000", "ckpt.every=3", "ckpt.stop_check_every=2")
+    agent = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True)
+    deadline = time.time() + 180
+    while not (run / "checkpoints" / "latest").exists():
+        assert agent.poll() is None and time.time() < deadline
+        time.sleep(0.1)
+    rank1 = rank_pid(agent.pid, 1)
+    assert rank1 is not None
+    os.kill(rank1, signal.SIGTERM)  # rank 0 never sees a signal
+    try:
+        _, err = agent.communicate(timeout=120)  # neither rank may hang in a collective
+    finally:
+        if agent.poll() is None:
+            os.killpg(agent.pid, signal.SIGKILL)
+    stops = [line for line in err.splitlines() if "stopped by a signal; checkpoint at update" in line]
+    assert len(stops) == 2, err[-3000:]
+    steps = {int(line.rsplit(" ", 1)[1]) for line in stops}
+    assert len(steps) == 1, stops  # the same update on both ranks
+    step = steps.pop()
+    assert step % 2 == 0 and (run / "checkpoints" / "latest").read_text().strip() == f"step-{step:08d}"
+    assert f"stopped by signal 15: checkpoint of update {step} written" in err
+
+
+def test_every_rank_resumes_from_rank_0s_choice_whatever_its_own_disk_holds(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    first = subprocess.run(
+        torchrun(f"run_dir={shared}", "optim.max_updates=4", "ckpt.every=2", "ckpt.keep_last=0"),
+        capture_output=True, text=True, timeout=300, env=ENV,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr[-3000:]
+    # Node-local run directories: rank 1's copy of the newest checkpoint is damaged.
+    for rank in (0, 1):
+        shutil.copytree(shared, tmp_path / f"r{rank}")
+    weights = tmp_path / "r1" / "checkpoints" / "step-00000004" / "model.safetensors"
+    damaged = bytearray(weights.read_bytes())
+    damaged[-3] ^= 0xFF
+    weights.write_bytes(bytes(damaged))
+    rank1_before = file_digests(tmp_path / "r1")
+
+    run_dir = f"run_dir={tmp_path}/r${{oc.env:LOCAL_RANK}}"  # each rank its own directory
+    second = subprocess.run(
+        torchrun(run_dir, "optim.max_updates=6", "ckpt.every=2", "ckpt.keep_last=0"),
+        capture_output=True, text=True, timeout=300, env=ENV,
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"resumed from {tmp_path / 'r0' / 'checkpoints' / 'step-00000004'} (update 4)" in second.stderr
+    assert "skipping damaged" not in second.stderr  # rank 1 never read its own copy
+    assert (tmp_path / "r0" / "checkpoints" / "step-00000006" / "manifest.json").is_file()
+    assert file_digests(tmp_path / "r1") == rank1_before  # only rank 0 writes
