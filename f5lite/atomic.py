@@ -1,15 +1,17 @@
-"""Atomic file writes, so that a reader (or a re-run after a crash) never sees a half-written file.
+"""Atomic writes of files and whole directories, so that a reader (or a re-run after a crash) never sees half of one.
 
-Each writer writes to a temporary file in the target's own directory and renames it over the target; a rename
-within one file system replaces the file in one step. `f5lite-prepare` writes all its outputs (manifest, vocab,
-report, cached mels) this way.
+Each writer writes to a temporary file (or directory) next to the target and renames it over the target; a rename
+within one file system replaces it in one step. `f5lite-prepare` writes its outputs this way, run directories their
+config and vocab, and exports their whole directory (`atomic_directory`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,3 +58,62 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
         data: Anything `json.dumps` accepts.
     """
     write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+@contextmanager
+def atomic_directory(
+    out: str | os.PathLike[str], replaceable: Callable[[Path], bool], what: str = "what is being written"
+) -> Iterator[Path]:
+    """Give an empty staging directory; when the block succeeds it becomes `out`, replacing a previous one.
+
+    The staging directory sits next to `out` and gets the usual umask-based modes; its files are flushed to disk
+    before the swap. An existing `out` is replaced only when it is empty or `replaceable(out)` says so (a previous
+    export, say), so nobody's other files are ever mixed with or deleted by the new ones.
+
+    Args:
+        out: the directory to create or replace.
+        replaceable: whether an existing non-empty `out` may be replaced.
+        what: what `out` holds when it may be replaced ("an export"), for the message.
+
+    Yields:
+        The staging directory. Write the whole content there.
+
+    Raises:
+        ValueError: `out` is a file, or a non-empty directory that may not be replaced.
+    """
+    target = Path(out)
+    if target.is_file():
+        raise ValueError(f"cannot write to {target}: it is a file")
+    if target.is_dir() and any(target.iterdir()) and not replaceable(target):
+        raise ValueError(f"cannot write to {target}: it is a non-empty directory that is not {what}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield staging
+        _publish_modes(staging)
+        _swap_into_place(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _swap_into_place(staging: Path, out: Path) -> None:
+    """Rename the finished directory to `out`; an old one is moved aside first and removed after."""
+    if not out.exists():
+        staging.rename(out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    old.rmdir()
+    out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _publish_modes(staging: Path) -> None:
+    """Give the directory and files the usual umask-based modes (mkdtemp makes 0700) and flush them to disk."""
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)
+    for path in staging.iterdir():
+        path.chmod(0o666 & ~umask)
+        with open(path, "rb") as file:
+            os.fsync(file.fileno())

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from f5lite.atomic import atomic_directory
 from f5lite.audio.mel import MEL_KINDS
 from f5lite.config.model import MODEL_SCHEMAS, ModelConfig
 from f5lite.models import backbone_kwargs, build_backbone, load_backbone_weights
@@ -78,6 +78,7 @@ def save_pretrained(
     tokenizer: str,
     mel_type: str = "vocos",
     dtype: str = "fp32",
+    replaceable: Callable[[Path], bool] | None = None,
 ) -> Path:
     """Write an export directory (see the module docstring for the layout).
 
@@ -89,6 +90,7 @@ def save_pretrained(
         tokenizer: `char`, `pinyin` or `byte`.
         mel_type: `vocos` or `bigvgan`.
         dtype: dtype of the saved parameters: `fp32`, `bf16` or `fp16`.
+        replaceable: whether an existing non-empty `out_dir` may be replaced; default: when it is an export.
 
     Returns:
         The directory.
@@ -117,18 +119,14 @@ def save_pretrained(
         PREFIX + key: (value.to(WEIGHT_DTYPES[dtype]) if key in params else value).detach().cpu().contiguous().clone()
         for key, value in backbone.state_dict().items()
     }
-    _check_target(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        save_file(weights, staging / WEIGHTS_FILE, metadata={"format": "pt"})
-        (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        if vocab is not None:
-            write_vocab(staging / VOCAB_FILE, vocab)
-        _publish_modes(staging)
-        _swap_into_place(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with atomic_directory(out, replaceable or is_export, "an export") as staging:
+            save_file(weights, staging / WEIGHTS_FILE, metadata={"format": "pt"})
+            (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+            if vocab is not None:
+                write_vocab(staging / VOCAB_FILE, vocab)
+    except ValueError as err:
+        raise PretrainedError(str(err)) from None
     return out
 
 
@@ -227,40 +225,13 @@ def _read_config(root: Path) -> dict[str, Any]:
     return config
 
 
-def _check_target(out: Path) -> None:
-    """Refuse to replace anything but an empty directory or an earlier export."""
-    if out.is_file():
-        raise PretrainedError(f"cannot export to {out}: it is a file")
-    if out.is_dir() and any(out.iterdir()):
-        try:
-            _read_config(out)
-        except PretrainedError:
-            raise PretrainedError(
-                f"cannot export to {out}: it is a non-empty directory that is not an export"
-            ) from None
-
-
-def _swap_into_place(staging: Path, out: Path) -> None:
-    """Rename the finished directory to `out`; an old one is moved aside first and removed after."""
-    if not out.exists():
-        staging.rename(out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    old.rmdir()
-    out.rename(old)
-    staging.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _publish_modes(staging: Path) -> None:
-    """Give the directory and files the usual umask-based modes (mkdtemp makes 0700) and flush them to disk."""
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)
-    for path in staging.iterdir():
-        path.chmod(0o666 & ~umask)
-        with open(path, "rb") as file:
-            os.fsync(file.fileno())
+def is_export(directory: Path) -> bool:
+    """Whether `directory` holds an f5lite export (so a new export may replace it)."""
+    try:
+        _read_config(directory)
+    except PretrainedError:
+        return False
+    return True
 
 
 def _reason(err: Exception) -> str:

@@ -222,3 +222,25 @@ def test_export_of_an_earlier_step_in_bf16(tmp_path: Path, capsys: pytest.Captur
     assert export([str(run), "--out", str(tmp_path / "y"), "--dtype", "int8"]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2 and all(e.startswith("f5lite-export: ") for e in errors) and "int8" in errors[1]
+
+
+def test_exports_replace_only_earlier_exports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An export never mixes with, nor deletes, other files: it replaces an earlier export whole, or refuses."""
+    from f5lite.train.export import main as export
+
+    run = tmp_path / "run"
+    make(tmp_path, "optim.max_updates=4", "ckpt.every=2", "ckpt.keep_last=3").fit()
+    out = tmp_path / "for_f5tts"
+    assert export([str(run), "--out", str(out), "--format", "f5tts", "--step", "2"]) == 0
+    assert export([str(run), "--out", str(out), "--format", "f5tts"]) == 0  # replaces the step-2 export whole
+    assert sorted(p.name for p in out.iterdir()) == ["model_4.safetensors", "vocab.txt"]
+    assert export([str(run), "--out", str(out)]) == 0  # another format over an export of ours: fine
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    for fmt in ("f5tts", "f5lite"):
+        assert export([str(run), "--out", str(busy), "--format", fmt]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2 and all("non-empty directory that is not an export" in e for e in errors)
+    assert [p.name for p in busy.iterdir()] == ["notes.txt"] and not list(tmp_path.glob(".*tmp*"))

@@ -13,6 +13,7 @@ trainer exports once, at the end of training, into `RUN_DIR/export`. The run is 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from safetensors.torch import save_file
 
+from f5lite.atomic import atomic_directory
 from f5lite.models import backbone_kwargs, to_f5tts_layout
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.pretrained import save_pretrained
@@ -75,18 +77,25 @@ def export_run(
     if fmt == "f5lite":
         return save_pretrained(
             out, loaded.backbone, loaded.model, loaded.vocab, tokenizer=loaded.tokenizer, mel_type=loaded.mel_type,
-            dtype=dtype,
+            dtype=dtype, replaceable=_is_previous_export,
         )  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
     state = loaded.backbone.state_dict()
     weights = {k: v.to(WEIGHT_DTYPES[dtype]) if v.is_floating_point() else v for k, v in state.items()}
-    target = out / f"model_{loaded.step}.safetensors"
-    tmp = target.with_name(target.name + ".tmp")
-    save_file(to_f5tts_layout(weights, step=loaded.step or 0), tmp)
-    os.replace(tmp, target)
-    if loaded.vocab is not None:
-        shutil.copyfile(root / VOCAB_FILE, out / VOCAB_FILE)
+    with atomic_directory(out, _is_previous_export, "an export") as staging:
+        save_file(to_f5tts_layout(weights, step=loaded.step or 0), staging / f"model_{loaded.step}.safetensors")
+        if loaded.vocab is not None:
+            shutil.copyfile(root / VOCAB_FILE, staging / VOCAB_FILE)
     return out
+
+
+def _is_previous_export(directory: Path) -> bool:
+    """An export of any format f5lite-export writes (so a new export may replace it, and nothing else)."""
+    with contextlib.suppress(ValueError):
+        if identify(directory) in (SourceKind.EXPORT, SourceKind.ADAPTER):
+            return True
+    names = [p.name for p in directory.iterdir()]
+    weights = [n for n in names if n.startswith("model_") and n.endswith(".safetensors")]
+    return len(weights) == 1 and set(names) <= {weights[0], VOCAB_FILE}
 
 
 def _export_adapter(root: Path, out: Path, step: int | None) -> Path:
@@ -106,13 +115,13 @@ def _export_adapter(root: Path, out: Path, step: int | None) -> Path:
         "base_weights": str(Path(str(cfg.init.weights)).resolve()),
         "use_ema": cfg.init.use_ema,
     }
-    out.mkdir(parents=True, exist_ok=True)
     adapters = {k.replace(".default", ""): v.contiguous() for k, v in ckpt.tensors["ema"].items()}
     metadata = {"base_weights": str(described["base_weights"]), ADAPTER_MODEL_KEY: json.dumps(described)}
-    save_file(adapters, out / ADAPTER_WEIGHTS, metadata=metadata)
-    peft_config(LoraSettings.from_config(cfg.finetune.lora)).save_pretrained(str(out))
-    if has_vocab:
-        shutil.copyfile(root / VOCAB_FILE, out / VOCAB_FILE)
+    with atomic_directory(out, _is_previous_export, "an export") as staging:
+        save_file(adapters, staging / ADAPTER_WEIGHTS, metadata=metadata)
+        peft_config(LoraSettings.from_config(cfg.finetune.lora)).save_pretrained(str(staging))
+        if has_vocab:
+            shutil.copyfile(root / VOCAB_FILE, staging / VOCAB_FILE)
     return out
 
 
