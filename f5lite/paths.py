@@ -60,7 +60,7 @@ def demo_dir() -> Path:
     and this module stays below every f5lite package.
 
     Returns:
-        The directory holding `manifest.jsonl`, `vocab.txt`, `report.json` and the audio.
+        The directory holding `cuts.jsonl.gz`, `vocab.txt`, `report.json` and the audio.
 
     Raises:
         FileNotFoundError: The package was installed without its demo data.

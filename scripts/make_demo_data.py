@@ -3,11 +3,13 @@
 Each of the sentences below (written for this project) is read by two different voices, which gives 200 short
 utterances. The audio is stored as Ogg Vorbis at 24 kHz (the rate training uses, so no resampling at load time),
 under 4 MiB in all. The script then runs f5lite-prepare on the result, so the folder is a ready training
-directory: manifest.jsonl (paths relative to it), vocab.txt, report.json. Only this script and espeak-ng are
-needed to remake it; training on it needs neither. A remade file decodes to the same samples but differs in bytes
-(each Ogg stream gets a random serial number), so only remake the dataset on purpose.
+directory: cuts.jsonl.gz (a Lhotse CutSet, paths relative to it), vocab.txt, report.json. Only this script and
+espeak-ng are needed to remake it; training on it needs neither. A remade file decodes to the same samples but
+differs in bytes (each Ogg stream gets a random serial number), so only remake the dataset on purpose.
 
 Usage: python scripts/make_demo_data.py [--out DIR]   (needs espeak-ng: apt-get install espeak-ng)
+       python scripts/make_demo_data.py --prepare-only [--out DIR]   (only re-runs f5lite-prepare on the audio
+       already there, e.g. after its output format changed; needs no espeak-ng and keeps the audio bytes)
 """
 
 from __future__ import annotations
@@ -162,11 +164,14 @@ def synthesize(voice: Voice, text: str, workdir: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
+    parser.add_argument("--prepare-only", action="store_true", help="only re-run f5lite-prepare on the audio there")
     args = parser.parse_args()
+    out: Path = args.out.resolve()
+    if args.prepare_only:
+        return prepare_demo(out)
     if shutil.which("espeak-ng") is None:
         print("make_demo_data: espeak-ng is not installed (Debian/Ubuntu: apt-get install espeak-ng)", file=sys.stderr)
         return 2
-    out: Path = args.out.resolve()
     shutil.rmtree(out / "audio", ignore_errors=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -193,9 +198,14 @@ def main() -> int:
                 rows.append(f"{relative.as_posix()}|{text}|{voice.speaker}\n")
     (out / "metadata.csv").write_text("audio_file|text|speaker\n" + "".join(rows), encoding="utf-8")
     (out / "ORIGIN.md").write_text(origin_note(espeak_version()), encoding="utf-8")
+    return prepare_demo(out)
+
+
+def prepare_demo(out: Path) -> int:
+    """Run f5lite-prepare on the demo's metadata.csv, in place: cuts.jsonl.gz, vocab.txt, report.json."""
     result = prepare(out / "metadata.csv", out, PrepareOptions(workers=2))
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    print(f"{len(result.rows)} utterances kept, {len(result.skipped)} skipped, {size / 2**20:.2f} MiB in {out}")
+    print(f"{len(result.cuts)} utterances kept, {len(result.skipped)} skipped, {size / 2**20:.2f} MiB in {out}")
     return 0 if not result.skipped else 1
 
 
@@ -219,7 +229,7 @@ the demo run offline on a fresh clone. It is not meant to train a useful voice.
 {voices}
 
 Files: `audio/SPEAKER/*.ogg`, `metadata.csv` (the input, F5-TTS layout with a speaker column), and the outputs of
-`f5lite-prepare metadata.csv .`: `manifest.jsonl`, `vocab.txt`, `report.json`.
+`f5lite-prepare metadata.csv .`: `cuts.jsonl.gz` (a Lhotse CutSet), `vocab.txt`, `report.json`.
 
 ## Licence
 

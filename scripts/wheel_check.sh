@@ -16,7 +16,7 @@ echo "built $(basename "$wheel")"
 
 # The shipped config tree must hold YAML only, and every recipe and group file.
 "$py" - "$wheel" "$repo" <<'PY'
-import json, sys, zipfile, pathlib
+import gzip, json, sys, zipfile, pathlib
 wheel, repo = sys.argv[1], pathlib.Path(sys.argv[2])
 names = set(zipfile.ZipFile(wheel).namelist())
 conf = sorted(n for n in names if n.startswith("f5lite/_conf/"))
@@ -27,9 +27,9 @@ for folder in ("configs", "recipes"):
         shipped = f"f5lite/_conf/{folder}/{path.relative_to(repo / folder).as_posix()}"
         assert shipped in names, f"{shipped} missing from the wheel"
 print(f"wheel ships {len(conf)} config files")
-# The demo dataset ships as package data: its manifest and every audio file it names.
-manifest = zipfile.ZipFile(wheel).read("f5lite/demo_data/manifest.jsonl").decode()
-audio = [json.loads(line)["audio_path"] for line in manifest.splitlines()]
+# The demo dataset ships as package data: its cuts and every audio file they name.
+cuts = gzip.decompress(zipfile.ZipFile(wheel).read("f5lite/demo_data/cuts.jsonl.gz")).decode()
+audio = [json.loads(line)["recording"]["sources"][0]["source"] for line in cuts.splitlines()]
 missing = [a for a in audio if f"f5lite/demo_data/{a}" not in names]
 assert audio and not missing, f"demo audio missing from the wheel: {missing[:3]}"
 print(f"wheel ships the demo dataset ({len(audio)} utterances)")
@@ -61,5 +61,5 @@ grep -q "^run_name: debug_tiny$" <<<"$out"
 grep -q "^  dim: 64$" <<<"$out"
 # debug_tiny's data.dir is the demo dataset inside the installed wheel.
 demo=$(sed -n 's/^  dir: //p' <<<"$out")
-[[ "$demo" == "$work/venv/"* && -f "$demo/manifest.jsonl" ]] || { echo "data.dir=$demo is not the wheel's demo"; exit 1; }
+[[ "$demo" == "$work/venv/"* && -f "$demo/cuts.jsonl.gz" ]] || { echo "data.dir=$demo is not the wheel's demo"; exit 1; }
 echo "wheel-check: composed +recipe=debug_tiny from /tmp with the installed wheel: OK"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
+from lhotse import CutSet
+from lhotse.cut import Cut
 
 
 def write_tone(
@@ -28,6 +30,16 @@ def file_digests(folder: Path) -> dict[str, tuple[str, int]]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+def read_cuts(out: Path) -> list[Cut]:
+    """The cuts `f5lite-prepare` wrote to `out/cuts.jsonl.gz`, in file order."""
+    return list(CutSet.from_jsonl_lazy(out / "cuts.jsonl.gz"))
+
+
+def audio_path(cut: Cut, out: Path) -> Path:
+    """The cut's audio file, absolute (recorded relative to `out` when inside it)."""
+    return out / cut.recording.sources[0].source
 
 
 def build_messy_dataset(root: Path) -> tuple[Path, set[str], dict[str, str], Path]:

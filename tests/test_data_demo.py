@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
+from pathlib import Path
+
+from data_helpers import audio_path, read_cuts
 
 from f5lite.config import compose_config
-from f5lite.data import build_train_data, read_manifest
+from f5lite.data import build_train_data
 from f5lite.paths import demo_dir
 from f5lite.prepare import PrepareOptions, prepare
-from f5lite.text import load_vocab
+from f5lite.text import TextEncoder, load_vocab
 
 SIZE_LIMIT = 5_000_000  # bytes: the demo data ships inside the package, so it stays small
 
@@ -18,22 +22,31 @@ def test_the_demo_is_small_and_complete():
     root = demo_dir()
     files = [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and "mels" not in p.parts]
     assert sum(p.stat().st_size for p in files) <= SIZE_LIMIT
-    rows = read_manifest(root / "manifest.jsonl")
-    assert 150 <= len(rows) <= 300
-    assert all(r.audio_path.is_file() and r.audio_path.suffix == ".ogg" for r in rows)
-    assert len({r.speaker for r in rows}) >= 4 and len({r.text for r in rows}) >= 75
-    raw = [json.loads(line) for line in (root / "manifest.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert not any(row["audio_path"].startswith("/") for row in raw)  # relative: works wherever it is installed
+    assert not (root / "manifest.jsonl").exists()  # one format only: the cuts
+    cuts = read_cuts(root)
+    assert 150 <= len(cuts) <= 300
+    sources = [cut.recording.sources[0].source for cut in cuts]
+    assert not any(source.startswith("/") for source in sources)  # relative: works wherever it is installed
+    assert all(audio_path(cut, root).is_file() and audio_path(cut, root).suffix == ".ogg" for cut in cuts)
+    assert len({cut.supervisions[0].speaker for cut in cuts}) >= 4
+    assert len({cut.supervisions[0].text for cut in cuts}) >= 75
+    encoder = TextEncoder("char", load_vocab(root / "vocab.txt"))
+    for cut in cuts[:20]:
+        encoded = encoder.encode([cut.supervisions[0].text])
+        assert cut.custom["token_ids"] == encoded.ids[0].tolist() and not encoded.unknown
     report = json.loads((root / "report.json").read_text(encoding="utf-8"))
-    assert report["kept"] == len(rows) and report["skipped"] == []
+    assert report["kept"] == len(cuts) and report["skipped"] == []
+    assert report["outputs"] == ["cuts.jsonl.gz", "report.json", "vocab.txt"]
     assert "Licence" in (root / "ORIGIN.md").read_text(encoding="utf-8")
 
 
 def test_the_committed_outputs_are_what_f5lite_prepare_makes_of_the_metadata(tmp_path):
     root = demo_dir()
-    remade = prepare(root / "metadata.csv", tmp_path, PrepareOptions(workers=1))
-    assert remade.rows == read_manifest(root / "manifest.jsonl")
-    assert (tmp_path / "vocab.txt").read_bytes() == (root / "vocab.txt").read_bytes()
+    copy = tmp_path / "demo"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__", "mels"))
+    prepare(copy / "metadata.csv", copy, PrepareOptions(workers=1))  # as scripts/make_demo_data.py does
+    for name in ("cuts.jsonl.gz", "vocab.txt", "report.json"):
+        assert (copy / name).read_bytes() == (root / name).read_bytes(), name
 
 
 def test_debug_tiny_finds_the_demo_from_any_directory_and_batches_it(tmp_path, monkeypatch):
@@ -50,5 +63,7 @@ def test_debug_tiny_finds_the_demo_from_any_directory_and_batches_it(tmp_path, m
         assert batch.mel.shape[2] == 100 and batch.text_ids.shape[0] == batch.mel.shape[0]
         assert batch.num_skipped == 0
         seen.update(batch.paths)
-    assert sorted(seen) == sorted(str(r.audio_path) for r in train.dataset.rows)
+    assert sorted(Path(p).resolve() for p in seen) == sorted(
+        audio_path(c, demo_dir()).resolve() for c in read_cuts(demo_dir())
+    )
     assert set(seen.values()) == {1}

@@ -1,14 +1,13 @@
-"""The three input layouts: the same audio gives the same manifest, and every unusable row is reported."""
+"""The input layouts: the same audio gives the same cuts, and every unusable row is reported."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from data_helpers import write_tone
+from data_helpers import read_cuts, write_tone
 
-from f5lite.data import read_manifest
-from f5lite.data.manifest import ManifestRow, write_manifest
+from f5lite.data.manifest import ManifestRow, read_manifest
 from f5lite.prepare import prepare, read_source
 
 TRANSCRIPTS = {
@@ -29,7 +28,7 @@ def _lj_speech(root):
     return root
 
 
-def test_the_three_layouts_give_the_same_manifest(tmp_path):
+def test_the_layouts_give_the_same_cuts(tmp_path):
     lj = _lj_speech(tmp_path / "LJSpeech-1.1")
     # F5-TTS layout over the same files: a header, paths relative to the CSV, a byte-order mark, CRLF endings.
     csv = tmp_path / "f5" / "metadata.csv"
@@ -42,14 +41,34 @@ def test_the_three_layouts_give_the_same_manifest(tmp_path):
         suffix = ".lab" if utterance.endswith("3") else ".txt"
         (lj / "wavs" / f"{utterance}{suffix}").write_text(text.replace(", ", ",\n"), encoding="utf-8")
 
-    manifests = {}
-    for name, source in {"ljspeech": lj, "f5tts_csv": csv, "folder": lj / "wavs"}.items():
+    # A Lhotse CutSet over the same files, as a recipe writes one (speaker-less supervisions, absolute paths).
+    from lhotse import CutSet, MonoCut, Recording, SupervisionSegment
+
+    cuts = []
+    for utterance, (text, _) in TRANSCRIPTS.items():
+        recording = Recording.from_file(lj / "wavs" / f"{utterance}.wav", recording_id=utterance)
+        supervision = SupervisionSegment(
+            utterance, utterance, 0.0, recording.duration, text=NORMALIZED.get(utterance, text)
+        )
+        cuts.append(MonoCut(utterance, 0.0, recording.duration, 0, recording=recording, supervisions=[supervision]))
+    segment = MonoCut("part", 1.0, 1.0, 0, recording=cuts[0].recording, supervisions=[])
+    CutSet.from_cuts([*cuts, segment]).to_file(tmp_path / "recipe_cuts.jsonl.gz")
+
+    written = {}
+    layouts = {
+        "ljspeech": lj,
+        "f5tts_csv": csv,
+        "folder": lj / "wavs",
+        "lhotse_cuts": tmp_path / "recipe_cuts.jsonl.gz",
+    }
+    for name, source in layouts.items():
         result = prepare(source, tmp_path / f"out_{name}")
         assert result.report["layout"] == name
-        assert result.report["kept"] == 3 and result.skipped == []
-        manifests[name] = (tmp_path / f"out_{name}" / "manifest.jsonl").read_bytes()
-    assert manifests["ljspeech"] == manifests["f5tts_csv"] == manifests["folder"]
-    texts = [row.text for row in read_manifest(tmp_path / "out_folder" / "manifest.jsonl")]
+        assert result.report["kept"] == 3
+        assert [s.reason for s in result.skipped] == (["segment"] if name == "lhotse_cuts" else [])
+        written[name] = (tmp_path / f"out_{name}" / "cuts.jsonl.gz").read_bytes()
+    assert written["ljspeech"] == written["f5tts_csv"] == written["folder"] == written["lhotse_cuts"]
+    texts = [cut.supervisions[0].text for cut in read_cuts(tmp_path / "out_folder")]
     assert texts[1] == "In being comparatively modern, two years."  # LJSpeech's normalized column
 
 
@@ -92,9 +111,9 @@ def test_folder_layout_speakers_missing_transcripts_and_orphans(tmp_path):
     (root / "notes.md").write_text("not data", encoding="utf-8")
 
     result = prepare(root, root)  # the outputs go into the input folder itself
-    assert [(r.audio_path.name, r.speaker) for r in result.rows] == [
-        ("1.wav", "anna"),
-        ("2.ogg", "ben"),
+    assert [(c.recording.sources[0].source, c.supervisions[0].speaker) for c in result.cuts] == [
+        ("anna/1.wav", "anna"),  # relative to OUT_DIR, because the audio lives inside it
+        ("ben/sub/2.ogg", "ben"),
         ("top.wav", None),
     ]
     assert sorted((s.path.name, s.reason) for s in result.skipped) == [
@@ -102,9 +121,7 @@ def test_folder_layout_speakers_missing_transcripts_and_orphans(tmp_path):
         ("untranscribed.wav", "no_transcript"),
     ]
     assert result.report["speakers"] == {"anna": 1, "ben": 1}
-    # Written relative to the manifest, because the audio lives inside its folder.
-    first = json.loads((root / "manifest.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    assert first["audio_path"] == "anna/1.wav"
+    assert [c.id for c in read_cuts(root)] == ["anna/1", "ben/sub/2", "top"]
     # A second run does not mistake the first run's vocab.txt for a transcript.
     assert prepare(root, root).report == result.report
 
@@ -118,19 +135,19 @@ def test_unusable_inputs_raise_one_line(tmp_path):
         read_source(bad)
 
 
-def test_manifest_round_trip_and_errors_name_the_line(tmp_path):
-    rows = [
+def test_a_manifest_of_an_earlier_version_is_still_read_and_errors_name_the_line(tmp_path):
+    manifest = tmp_path / "manifest.jsonl"
+    lines = [
+        {"audio_path": "a.wav", "text": "text", "duration": 1.5, "frames": 141, "sample_rate": 24000, "speaker": "spk"},
+        {"audio_path": str(tmp_path.parent / "b.wav"), "text": ["ni3", "hao3"], "duration": 2.0, "frames": 188},
+    ]
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert read_manifest(manifest) == [
         ManifestRow(tmp_path / "a.wav", "text", 1.5, 141, 24000, "spk"),
         ManifestRow(tmp_path.parent / "b.wav", ("ni3", "hao3"), 2.0, 188),
     ]
-    manifest = tmp_path / "manifest.jsonl"
-    write_manifest(manifest, rows)
-    lines = manifest.read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[0])["audio_path"] == "a.wav"
-    assert json.loads(lines[1])["audio_path"] == str(tmp_path.parent / "b.wav")
-    assert read_manifest(manifest) == rows
 
-    manifest.write_text(lines[0] + "\n{not json\n", encoding="utf-8")
+    manifest.write_text(json.dumps(lines[0]) + "\n{not json\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"manifest\.jsonl:2: not valid JSON"):
         read_manifest(manifest)
     manifest.write_text('{"audio_path": "a.wav", "text": "x"}\n', encoding="utf-8")

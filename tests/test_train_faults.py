@@ -5,6 +5,7 @@ and accelerate modes the trainer does not support."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -144,7 +145,7 @@ def test_a_live_lock_refuses_and_a_stale_one_is_taken_over(tmp_path: Path, caplo
 def permuted(data: Path, root: Path, extra_token: str | None = None) -> Path:
     """A copy of `data` whose vocab has its first two tokens after the space swapped (or one token more)."""
     root.mkdir()
-    (root / "manifest.jsonl").write_text((data / "manifest.jsonl").read_text())
+    shutil.copyfile(data / "cuts.jsonl.gz", root / "cuts.jsonl.gz")
     tokens = (data / "vocab.txt").read_text(encoding="utf-8").splitlines()
     if extra_token is None:
         tokens[1], tokens[2] = tokens[2], tokens[1]

@@ -87,3 +87,34 @@ def test_every_rank_resumes_from_rank_0s_choice_whatever_its_own_disk_holds(tmp_
     assert "skipping damaged" not in second.stderr  # rank 1 never read its own copy
     assert (tmp_path / "r0" / "checkpoints" / "step-00000006" / "manifest.json").is_file()
     assert file_digests(tmp_path / "r1") == rank1_before  # only rank 0 writes
+
+
+def single(*args: str) -> list[str]:
+    return [sys.executable, "-m", "f5lite.train", *BASE, *args]
+
+
+def sampler_state(run: Path, step: int) -> dict:
+    import json
+
+    return json.loads((run / "checkpoints" / f"step-{step:08d}" / "meta.json").read_text())["sampler"]
+
+
+def test_a_run_moves_from_two_ranks_to_one_and_back_within_an_epoch(tmp_path: Path) -> None:
+    """The epoch continues on the other number of ranks, leaving out what the earlier rounds used (each utterance
+    once: checked in tests/test_data_sampler.py); the earlier parts stay in the state for later resumes."""
+    run = tmp_path / "run"
+    common = [f"run_dir={run}", "ckpt.every=2", "ckpt.keep_last=0"]
+    steps = [
+        (torchrun, 2, None),  # two ranks: 2 rounds of 2 batches
+        (single, 4, "resuming epoch 0 on 1 ranks after 2 rounds on 2"),  # one rank: 2 more rounds of 1 batch
+        (torchrun, 5, "resuming epoch 0 on 2 ranks after 2 rounds on 1"),  # two ranks again
+    ]
+    for launch, updates, logged in steps:
+        proc = subprocess.run(launch(*common, f"optim.max_updates={updates}"), capture_output=True, text=True,
+                              timeout=300, env=ENV)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert logged is None or logged in proc.stderr
+    at_2, at_4, at_5 = (sampler_state(run, step) for step in (2, 4, 5))
+    assert (at_2["epoch"], at_2["world_size"], at_2["rounds"], at_2["segments"]) == (0, 2, 2, [])
+    assert (at_4["epoch"], at_4["world_size"], at_4["rounds"], at_4["segments"]) == (0, 1, 2, [[2, 2]])
+    assert (at_5["epoch"], at_5["world_size"], at_5["rounds"], at_5["segments"]) == (0, 2, 1, [[2, 2], [1, 2]])

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 import torch
+from lhotse import CutSet
 from safetensors.torch import load_file
 
 from f5lite.config import compose_config
+from f5lite.data import CUTS_NAME, write_cuts
 from f5lite.paths import demo_dir
 from f5lite.train import Trainer
 
@@ -81,12 +84,8 @@ def demo_slice(root: Path, count: int) -> Path:
     """A prepared directory holding the first `count` demo utterances (absolute audio paths) and the demo vocab."""
     demo = demo_dir()
     root.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for line in (demo / "manifest.jsonl").read_text().splitlines()[:count]:
-        row = json.loads(line)
-        row["audio_path"] = str(demo / row["audio_path"])
-        rows.append(json.dumps(row))
-    (root / "manifest.jsonl").write_text("\n".join(rows) + "\n")
+    cuts = islice(CutSet.from_jsonl_lazy(demo / CUTS_NAME), count)
+    write_cuts(root / CUTS_NAME, (cut.with_recording_path_prefix(demo) for cut in cuts))
     shutil.copyfile(demo / "vocab.txt", root / "vocab.txt")
     return root
 

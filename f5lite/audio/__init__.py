@@ -5,7 +5,7 @@ laid out `[batch, frames, N_MELS]`.
 """
 
 from f5lite.audio.constants import F_MAX, F_MIN, HOP_LENGTH, N_FFT, N_MELS, SAMPLE_RATE, WIN_LENGTH
-from f5lite.audio.io import AudioError, load_audio, save_audio
+from f5lite.audio.io import AudioError, decode_audio, load_audio, save_audio
 from f5lite.audio.loudness import TARGET_RMS, normalize_rms, restore_rms
 from f5lite.audio.mel import (
     MEL_KINDS,
@@ -39,6 +39,7 @@ __all__ = [
     "VOCODER_NAMES",
     "WIN_LENGTH",
     "AudioError",
+    "decode_audio",
     "GriffinLimVocoder",
     "MelKind",
     "Vocoder",

@@ -6,6 +6,7 @@ which f5lite does not require. torchaudio is used only for resampling.
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -46,13 +47,34 @@ def load_audio(path: str | os.PathLike[str], sample_rate: int = SAMPLE_RATE) -> 
     if not file.is_file():
         problem = "is a directory, not an audio file" if file.is_dir() else "no such file"
         raise AudioError(f"cannot read audio file '{file}': {problem}")
+    return _decode(file, f"audio file '{file}'", sample_rate)
+
+
+def decode_audio(data: bytes, name: str, sample_rate: int = SAMPLE_RATE) -> Tensor:
+    """Decode an audio file held in memory (a Shar shard member, say) exactly as `load_audio` reads one on disk.
+
+    Args:
+        data: the file's bytes (any format libsndfile reads).
+        name: what to call it in messages.
+        sample_rate: rate of the returned waveform in Hz.
+
+    Returns:
+        Tensor `[samples]`, float32, mono, on the CPU.
+
+    Raises:
+        AudioError: the bytes cannot be decoded or hold no samples.
+    """
+    return _decode(io.BytesIO(data), name, sample_rate)
+
+
+def _decode(source: Path | io.BytesIO, name: str, sample_rate: int) -> Tensor:
     try:
-        data, file_rate = sf.read(file, dtype="float32", always_2d=True)
+        data, file_rate = sf.read(source, dtype="float32", always_2d=True)
     except (sf.SoundFileError, TypeError) as err:
         # TypeError: headerless formats (.raw) that libsndfile cannot decode without being told the layout.
-        raise AudioError(f"cannot read audio file '{file}': {_reason(err)}") from err
+        raise AudioError(f"cannot read {name}: {_reason(err)}") from err
     if data.shape[0] == 0:
-        raise AudioError(f"cannot read audio file '{file}': it contains no samples")
+        raise AudioError(f"cannot read {name}: it contains no samples")
     waveform = torch.from_numpy(data).mean(dim=1)
     if file_rate != sample_rate:
         waveform = torchaudio.functional.resample(waveform, orig_freq=file_rate, new_freq=sample_rate)

@@ -14,6 +14,7 @@ from f5lite.config.schema import (
     OptimConfig,
     PerfConfig,
     SampleConfig,
+    SourceConfig,
     TrainConfig,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "OptimConfig",
     "PerfConfig",
     "SampleConfig",
+    "SourceConfig",
     "TrainConfig",
     "UNetTConfig",
     "compose_config",

@@ -1,34 +1,39 @@
-"""Data: what training reads from a prepared directory, and the formats `f5lite-prepare` writes there.
+"""What training reads: data sources as lazy Lhotse CutSets, frame-budget batching, the dataset, the loader.
 
-- `manifest.jsonl` (`manifest.py`) and the log-mel cache (`mel_cache.py`): written by `f5lite.prepare`, read here.
-- `ManifestDataset` and `Collate`: mels `[b, n, 100]` and text ids `[b, nt]` with their lengths.
-- `FrameBudgetSampler`: F5-TTS's frame budget, reshuffled per epoch, sharded across ranks, resumable.
-- `f5tts_arrow.py`: F5-TTS's own prepared datasets (`raw.arrow`, `duration.json`) read as manifest rows.
-- `build_train_data`: all of the above from the `data` config section.
-
-Checking a dataset and writing a prepared directory is `f5lite.prepare`; the shipped demo dataset is
-`f5lite.paths.demo_dir`.
+- `cuts`: the cut as f5lite writes and reads it (`cuts.jsonl.gz`), `make_cut`, `write_cuts`;
+- `sources`: `open_source` recognizes a prepared directory, a Shar directory, a CutSet file, an earlier f5lite
+  directory (`manifest.jsonl`) or an F5-TTS one (`raw.arrow`), each read lazily;
+- `sampler`: `CutBatchSampler`, Lhotse's dynamic bucketing under the frame budget, exact and elastic resume;
+- `dataset` and `collate`: `CutDataset` loads a batch of cuts (mel cache, Shar fields or audio) into a `Batch`;
+- `loader`: `build_train_data`, all of the above from the `data` config section, mixing included;
+- `manifest`, `mel_cache`, `shar`, `f5tts_arrow`: the formats read (and, for the mel cache, written by
+  `f5lite.prepare`).
 """
 
-from f5lite.data.collate import Batch, Collate
-from f5lite.data.dataset import ManifestDataset, Utterance, load_rows
+from f5lite.data.collate import Batch, Utterance, collate
+from f5lite.data.cuts import CUTS_NAME, make_cut, write_cuts
+from f5lite.data.dataset import CutDataset
 from f5lite.data.loader import TrainData, build_train_data
-from f5lite.data.manifest import MANIFEST_NAME, REPORT_NAME, VOCAB_NAME, ManifestRow, read_manifest, write_manifest
-from f5lite.data.sampler import FrameBudgetSampler
+from f5lite.data.manifest import MANIFEST_NAME, REPORT_NAME, VOCAB_NAME, ManifestRow, read_manifest
+from f5lite.data.sampler import CutBatchSampler
+from f5lite.data.sources import DataSource, open_source
 
 __all__ = [
+    "CUTS_NAME",
     "MANIFEST_NAME",
     "REPORT_NAME",
     "VOCAB_NAME",
     "Batch",
-    "Collate",
-    "FrameBudgetSampler",
-    "ManifestDataset",
+    "CutBatchSampler",
+    "CutDataset",
+    "DataSource",
     "ManifestRow",
     "TrainData",
     "Utterance",
     "build_train_data",
-    "load_rows",
+    "collate",
+    "make_cut",
+    "open_source",
     "read_manifest",
-    "write_manifest",
+    "write_cuts",
 ]

@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
-from f5lite.data.dataset import Utterance
-from f5lite.text import PAD_ID, TextEncoder
+from f5lite.text import PAD_ID
+from f5lite.text.encode import pad_ids
 
 MEL_PAD_VALUE = 0.0
 """Value of the padded mel frames (F5-TTS's collate pads with 0; the lengths mask them out)."""
@@ -72,49 +72,56 @@ class Batch:
         )
 
 
-class Collate:
-    """Turns a list of `Utterance`s into a `Batch` (a DataLoader `collate_fn`; it runs in the loader workers).
+@dataclass(frozen=True)
+class Utterance:
+    """One loaded training item.
 
-    Args:
-        encoder: Maps the transcripts to ids.
-        pad_multiple: Round the padded mel and text lengths up to a multiple of this.
-
-    Raises:
-        ValueError: `pad_multiple` < 1.
+    Attributes:
+        mel: Log-mel `[n, N_MELS]` float32, at 24 kHz.
+        ids: The transcript as vocab ids (or bytes).
+        path: The audio file (or the cut id) it came from, for messages.
+        num_skipped: Unreadable items that were replaced to produce this one (0 normally).
     """
 
-    def __init__(self, encoder: TextEncoder, pad_multiple: int = 1) -> None:
-        if pad_multiple < 1:
-            raise ValueError(f"pad_multiple={pad_multiple} is not valid; it must be >= 1")
-        self.encoder = encoder
-        self.pad_multiple = pad_multiple
+    mel: Tensor
+    ids: list[int]
+    path: str
+    num_skipped: int
 
-    def __call__(self, items: Sequence[Utterance]) -> Batch:
-        """Pad and stack `items`.
 
-        Args:
-            items: `b` utterances.
+def collate(items: Sequence[Utterance], pad_multiple: int = 1) -> Batch:
+    """Pad and stack utterances into a batch; lengths are rounded up to a multiple of `pad_multiple`.
 
-        Returns:
-            The batch.
-        """
-        if not items:
-            raise ValueError("cannot collate an empty batch")
-        mel = pad_sequence([item.mel for item in items], batch_first=True, padding_value=MEL_PAD_VALUE)
-        text = self.encoder.encode([item.text for item in items])
-        return Batch(
-            mel=self._pad(mel, 1, MEL_PAD_VALUE),
-            mel_lengths=torch.tensor([item.mel.shape[0] for item in items], dtype=torch.int64),
-            text_ids=self._pad(text.ids, 1, PAD_ID),
-            text_lengths=text.lengths,
-            paths=[item.path for item in items],
-            num_skipped=sum(item.num_skipped for item in items),
-        )
+    Args:
+        items: `b` utterances.
+        pad_multiple: round the padded mel and text lengths up to a multiple of this.
 
-    def _pad(self, tensor: Tensor, dim: int, value: float) -> Tensor:
-        extra = -tensor.shape[dim] % self.pad_multiple
-        if extra == 0:
-            return tensor
-        # F.pad lists (left, right) pairs from the last dimension backwards.
-        pad = [0, 0] * (tensor.dim() - 1 - dim) + [0, extra]
-        return F.pad(tensor, pad, value=value)
+    Returns:
+        The batch.
+
+    Raises:
+        ValueError: an empty list, or `pad_multiple` < 1.
+    """
+    if not items:
+        raise ValueError("cannot collate an empty batch")
+    if pad_multiple < 1:
+        raise ValueError(f"pad_multiple={pad_multiple} is not valid; it must be >= 1")
+    mel = pad_sequence([item.mel for item in items], batch_first=True, padding_value=MEL_PAD_VALUE)
+    ids, lengths = pad_ids([item.ids for item in items])
+    return Batch(
+        mel=_pad(mel, 1, MEL_PAD_VALUE, pad_multiple),
+        mel_lengths=torch.tensor([item.mel.shape[0] for item in items], dtype=torch.int64),
+        text_ids=_pad(ids, 1, PAD_ID, pad_multiple),
+        text_lengths=lengths,
+        paths=[item.path for item in items],
+        num_skipped=sum(item.num_skipped for item in items),
+    )
+
+
+def _pad(tensor: Tensor, dim: int, value: float, multiple: int) -> Tensor:
+    extra = -tensor.shape[dim] % multiple
+    if extra == 0:
+        return tensor
+    # F.pad lists (left, right) pairs from the last dimension backwards.
+    pad = [0, 0] * (tensor.dim() - 1 - dim) + [0, extra]
+    return F.pad(tensor, pad, value=value)

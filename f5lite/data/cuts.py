@@ -32,11 +32,14 @@ from lhotse.cut import Cut
 
 from f5lite.atomic import atomic_path
 from f5lite.audio import HOP_LENGTH, SAMPLE_RATE
+from f5lite.data.manifest import ManifestRow
 
 CUTS_NAME = "cuts.jsonl.gz"
 """File name of the CutSet in a prepared directory."""
 TOKEN_IDS = "token_ids"
 """Custom key: the transcript as ids of the prepared directory's vocab."""
+TOKENS = "tokens"
+"""Custom key: the transcript already split into tokens (F5-TTS's pinyin datasets), looked up in the run's vocab."""
 FRAMES = "frames"
 """Custom key: mel frames of the utterance at 24 kHz."""
 MEL_PATH = "mel_path"
@@ -147,11 +150,34 @@ def write_cuts(path: str | os.PathLike[str], cuts: Iterable[Cut]) -> int:
         How many cuts were written.
     """
     count = 0
-    with atomic_path(path) as temporary, open(temporary, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed, io.TextIOWrapper(
-            packed, encoding="utf-8"
-        ) as text:
-            for cut in cuts:
-                text.write(json.dumps(cut.to_dict(), ensure_ascii=False) + "\n")
-                count += 1
+    with (
+        atomic_path(path) as temporary,
+        open(temporary, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed,
+        io.TextIOWrapper(packed, encoding="utf-8") as text,
+    ):
+        for cut in cuts:
+            text.write(json.dumps(cut.to_dict(), ensure_ascii=False) + "\n")
+            count += 1
     return count
+
+
+def row_to_cut(row: ManifestRow, base: Path) -> Cut:
+    """A manifest row (or an F5-TTS row) as a cut; the sample count follows from the duration."""
+    rate = row.sample_rate or 24000
+    text = row.text if isinstance(row.text, str) else "".join(row.text)
+    cut = make_cut(
+        cut_id_for(row.audio_path, base),
+        str(row.audio_path),
+        sample_rate=rate,
+        num_samples=max(1, round(row.duration * rate)),
+        channels=1,
+        text=text,
+        speaker=row.speaker,
+        frames=row.frames,
+        mel_path=None if row.mel_path is None else str(row.mel_path),
+        mel_type=row.mel_type,
+    )
+    if not isinstance(row.text, str):  # tokenized at preparation (F5-TTS pinyin datasets)
+        cut.custom = {**(cut.custom or {}), TOKENS: list(row.text)}
+    return cut

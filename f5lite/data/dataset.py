@@ -1,213 +1,229 @@
-"""The training dataset: one log-mel and one transcript per manifest row, robust to files that broke after prep.
+"""The training dataset: a batch of cuts in, padded mels and text ids out; robust to files that broke after prep.
 
 Ein notation: n - mel frames, N_MELS (100) - mel channels.
 
-A prepared directory is read from its `manifest.jsonl` (see `f5lite-prepare`), or from an F5-TTS prepared
-directory (`raw.arrow`, `duration.json`, `vocab.txt`) when the optional `datasets` package is installed. Mels come
-from the cache when `f5lite-prepare --mels` wrote one for the same mel convention, otherwise from the audio.
+The batch sampler hands each loader worker a `CutSet` (metadata only); the worker loads each cut's log-mel: from
+the mel cache (`f5lite-prepare --mels`), from a Shar shard's `mel` field, or by decoding the audio (a file, a Shar
+shard's `recording` field, or bytes in memory) at 24 kHz mono. The text ids are the ones `f5lite-prepare` stored
+(`token_ids`) when the run's vocab extends the one they were made with, else the text is tokenized here.
 
-A file that cannot be read any more (deleted, truncated, a network file system hiccup) does not stop training:
-it is logged once, counted, and replaced by the item nearest in length, trying at most `max_retries` others in a
-loop (no recursion). Training stops with a clear message when the share of failed reads in a process passes
-`max_skip_ratio`, because then the data, not one file, is broken.
+A cut that cannot be read any more (deleted, truncated, a network file system hiccup), or whose length differs from
+what was measured at preparation by more than one frame (a stale manifest would overflow the frame budget), does not
+stop training: it is logged once, counted, and replaced by the nearest-length utterance of the batch (or of the
+last ones this worker loaded). Training stops with a clear message when the share of failed reads in a process
+passes `max_skip_ratio`, because then the data, not one file, is broken.
 """
 
 from __future__ import annotations
 
+import io
 import logging
-import os
-from dataclasses import dataclass
+from collections import deque
 from pathlib import Path
 
 import numpy as np
+import torch
+import torchaudio
+from lhotse import CutSet
+from lhotse.cut import Cut
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from f5lite.audio import load_audio, log_mel
+from f5lite.audio import N_MELS, SAMPLE_RATE, decode_audio, load_audio, log_mel
 from f5lite.audio.mel import check_mel_kind
-from f5lite.data.manifest import MANIFEST_NAME, VOCAB_NAME, ManifestRow, read_manifest
+from f5lite.data.collate import Batch, Utterance, collate
+from f5lite.data.cuts import MEL_FIELD, MEL_PATH, MEL_TYPE, TOKEN_IDS, TOKENS, frames_of, text_of
 from f5lite.data.mel_cache import read_mel
+from f5lite.data.shar import SharMembers, field_path
+from f5lite.text import TextEncoder
 
 logger = logging.getLogger(__name__)
 
-F5TTS_MARKERS = ("raw.arrow", "raw")
-"""Names that mark an F5-TTS prepared directory (the arrow file, or its `save_to_disk` folder)."""
-
-_RATIO_WARMUP = 100  # failed reads are judged against at least this many reads (or the dataset size)
+_RATIO_WARMUP = 100  # failed reads are judged against at least this many reads
+_RECENT = 32  # good utterances kept per worker as replacements for a batch whose every cut failed
 
 
-@dataclass(frozen=True)
-class Utterance:
-    """One training item.
-
-    Attributes:
-        mel: Log-mel `[n, N_MELS]` float32, at 24 kHz.
-        text: The transcript (a tuple of tokens for datasets tokenized ahead of time).
-        path: The audio file it came from.
-        num_skipped: Unreadable items that were replaced to produce this one (0 normally).
-    """
-
-    mel: Tensor
-    text: str | tuple[str, ...]
-    path: str
-    num_skipped: int
-
-
-def load_rows(data_dir: str | os.PathLike[str]) -> list[ManifestRow]:
-    """Read the rows of a prepared directory: f5lite's `manifest.jsonl`, else F5-TTS's `raw.arrow`.
+class CutDataset(Dataset[Batch]):
+    """Loads batches of cuts.
 
     Args:
-        data_dir: The directory.
-
-    Returns:
-        The rows, at least one.
-
-    Raises:
-        ValueError: The directory is missing, holds neither format, or holds no row.
-        ImportError: It is an F5-TTS directory and `datasets` is not installed.
-    """
-    directory = Path(data_dir)
-    if not directory.is_dir():
-        raise ValueError(f"data directory {directory} does not exist (make one with f5lite-prepare)")
-    if (directory / MANIFEST_NAME).is_file():
-        rows = read_manifest(directory / MANIFEST_NAME)
-    elif any((directory / name).exists() for name in F5TTS_MARKERS):
-        from f5lite.data.f5tts_arrow import read_f5tts_dataset  # needs the optional `datasets` package
-
-        rows = read_f5tts_dataset(directory)
-    else:
-        raise ValueError(
-            f"data directory {directory} holds no {MANIFEST_NAME} (make one with f5lite-prepare) and no F5-TTS "
-            "raw.arrow"
-        )
-    if not rows:
-        raise ValueError(f"data directory {directory} holds no utterance")
-    return rows
-
-
-class ManifestDataset(Dataset[Utterance]):
-    """Utterances of a prepared directory, as log-mels and transcripts.
-
-    Args:
-        data_dir: A directory made by `f5lite-prepare`, or an F5-TTS prepared directory.
-        mel_type: Mel convention, "vocos" or "bigvgan".
-        max_skip_ratio: Largest tolerated share of failed reads in one process (0 stops at the first one).
-        max_retries: Replacement items tried, one after the other, for one unreadable item.
+        encoder: the run's text encoder.
+        mel_type: mel convention, "vocos" or "bigvgan".
+        pad_multiple: pad batch lengths up to a multiple of this.
+        max_skip_ratio: largest tolerated share of failed reads in one process (0 stops at the first one).
+        stored_ids: use the `token_ids` cuts carry (the run's vocab extends the one they were made with).
 
     Raises:
-        ValueError: A bad directory (see `load_rows`) or argument.
+        ValueError: a bad argument.
     """
 
     def __init__(
         self,
-        data_dir: str | os.PathLike[str],
+        encoder: TextEncoder,
         *,
         mel_type: str = "vocos",
+        pad_multiple: int = 1,
         max_skip_ratio: float = 0.05,
-        max_retries: int = 8,
+        stored_ids: bool = True,
     ) -> None:
         if not 0.0 <= max_skip_ratio <= 1.0:
             raise ValueError(f"max_skip_ratio={max_skip_ratio} is not valid; it must be in [0, 1]")
-        if max_retries < 0:
-            raise ValueError(f"max_retries={max_retries} is not valid; it must be >= 0")
-        self.data_dir = Path(data_dir)
-        self.rows = load_rows(self.data_dir)
+        self.encoder = encoder
         self.mel_type = check_mel_kind(mel_type)
+        self.pad_multiple = pad_multiple
         self.max_skip_ratio = max_skip_ratio
-        self.max_retries = max_retries
-        self._frames = [row.frames for row in self.rows]
-        # Replacements for an unreadable item are taken in length order, so a batch keeps to its frame budget.
-        self._by_length = np.argsort(np.asarray(self._frames), kind="stable")
-        self._position = np.empty_like(self._by_length)
-        self._position[self._by_length] = np.arange(len(self._by_length))
+        self.stored_ids = stored_ids
         self.num_reads = 0
-        """Item reads attempted in this process (each worker process counts its own)."""
+        """Utterance reads attempted in this process (each worker process counts its own)."""
         self.num_failed = 0
-        """Item reads that failed in this process."""
-        self._warned: set[Path] = set()
+        """Utterance reads that failed in this process."""
+        self._warned: set[str] = set()
+        self._recent: deque[Utterance] = deque(maxlen=_RECENT)
+        self._shar = SharMembers()
 
-    @property
-    def frames(self) -> list[int]:
-        """Mel frame count of every item, for the batch sampler."""
-        return self._frames
-
-    @property
-    def vocab_path(self) -> Path | None:
-        """The directory's `vocab.txt`, or None when it has none."""
-        path = self.data_dir / VOCAB_NAME
-        return path if path.is_file() else None
-
-    def __len__(self) -> int:
-        """Number of items."""
-        return len(self.rows)
-
-    def __getitem__(self, index: int) -> Utterance:
-        """Load item `index`, or the nearest-length readable item when it cannot be read.
-
-        Args:
-            index: Item index.
-
-        Returns:
-            The utterance.
+    def __getitem__(self, cuts: CutSet) -> Batch:
+        """Load and collate a batch; unreadable cuts are replaced (see the module docstring).
 
         Raises:
-            RuntimeError: `max_retries + 1` items in a row could not be read, or the share of failed reads passed
-                `max_skip_ratio`.
+            RuntimeError: the share of failed reads passed `max_skip_ratio`, or a batch had nothing to replace its
+                unreadable cuts with.
         """
-        candidate = index
-        for attempt in range(self.max_retries + 1):
-            row = self.rows[candidate]
+        loaded: list[Utterance | None] = []
+        failed: list[Cut] = []
+        for cut in cuts:
             self.num_reads += 1
             try:
-                mel = self._mel(row)
+                utterance = self.load(cut)
             except (ValueError, OSError) as err:  # AudioError is a ValueError
-                self._record_failure(row, err)
-                candidate = int(self._by_length[(self._position[index] + attempt + 1) % len(self)])
+                self._record_failure(cut, err)
+                loaded.append(None)
+                failed.append(cut)
                 continue
-            self._check_ratio(row.audio_path, None)
-            return Utterance(mel, row.text, str(row.audio_path), attempt)
-        raise RuntimeError(
-            f"{self.max_retries + 1} items in a row could not be read, starting at {self.rows[index].audio_path} "
-            f"(item {index}); the data directory {self.data_dir} seems broken: check it or run f5lite-prepare again"
-        )
+            loaded.append(utterance)
+            self._recent.append(utterance)
+        if failed:
+            loaded = self._replace(loaded, failed)
+        self._check_ratio(None)
+        return collate([u for u in loaded if u is not None], self.pad_multiple)
 
-    def _mel(self, row: ManifestRow) -> Tensor:
-        # The batch sampler budgets frames by the manifest: a file that changed since would overflow the budget
-        # (and memory) mid-run. One frame of slack covers resampling rounding.
-        if row.mel_path is not None and row.mel_type == self.mel_type:
-            try:
-                return self._checked(read_mel(row.mel_path), row, row.mel_path)
-            except ValueError as err:
-                self._warn_once(row.mel_path, f"{err}; decoding {row.audio_path} instead")
-        return self._checked(log_mel(load_audio(row.audio_path)[None], self.mel_type)[0], row, row.audio_path)
+    def load(self, cut: Cut) -> Utterance:
+        """One cut's log-mel and text ids.
 
-    @staticmethod
-    def _checked(mel: Tensor, row: ManifestRow, source: Path) -> Tensor:
-        if abs(mel.shape[0] - row.frames) > 1:
-            raise ValueError(
-                f"{source} gives {mel.shape[0]} mel frames but the manifest says {row.frames}: it changed since "
-                "f5lite-prepare measured it"
-            )
-        return mel
+        Raises:
+            ValueError, OSError: it cannot be read, or its length differs from what was measured.
+        """
+        return Utterance(_same_length(self._mel(cut), cut, _where(cut)), self._ids(cut), _where(cut), 0)
 
-    def _record_failure(self, row: ManifestRow, err: Exception) -> None:
-        self.num_failed += 1
-        self._warn_once(row.audio_path, f"skipping an item that became unreadable after f5lite-prepare ({err})")
-        self._check_ratio(row.audio_path, err)
+    def _ids(self, cut: Cut) -> list[int]:
+        custom = cut.custom or {}
+        if self.stored_ids and TOKEN_IDS in custom:
+            return [int(i) for i in custom[TOKEN_IDS]]
+        if TOKENS in custom:
+            return self.encoder.ids([str(t) for t in custom[TOKENS]])
+        return self.encoder.ids(text_of(cut))
 
-    def _check_ratio(self, path: Path, err: Exception | None) -> None:
-        # Early failures are judged against the warm-up count, so that one bad file among the first reads does
-        # not look like 100%, while max_skip_ratio=0 still stops at the first failure.
-        judged = max(self.num_reads, min(len(self), _RATIO_WARMUP))
-        if self.num_failed > self.max_skip_ratio * judged:
-            last = "" if err is None else f"; last: {err}" if str(path) in str(err) else f"; last: {path}: {err}"
+    def _mel(self, cut: Cut) -> Tensor:
+        custom = cut.custom or {}
+        if custom.get(MEL_TYPE) == self.mel_type:
+            if custom.get(MEL_PATH):
+                try:
+                    return _same_length(read_mel(Path(custom[MEL_PATH])), cut, custom[MEL_PATH])
+                except ValueError as err:  # damaged or stale: the audio may still be right
+                    self._warn_once(str(custom[MEL_PATH]), f"{err}; decoding the audio of {cut.id} instead")
+            elif MEL_FIELD in custom:
+                data = self._shar.read(field_path(cut, MEL_FIELD), f"{cut.id}.npy")
+                return _mel_array(np.load(io.BytesIO(data), allow_pickle=False), cut.id)
+        return log_mel(self._audio(cut)[None], self.mel_type)[0]
+
+    def _audio(self, cut: Cut) -> Tensor:
+        """24 kHz mono waveform `[samples]` of the cut."""
+        recording = cut.recording
+        if recording is None:
+            raise ValueError(f"cut {cut.id} has no recording")
+        source = recording.sources[0]
+        whole = cut.start == 0 and abs(cut.duration - recording.duration) < 1e-3
+        if source.type == "file" and whole:
+            return load_audio(source.source)  # every channel, mixed: what f5lite-prepare checked
+        if source.type == "shar":
+            tar = field_path(cut, "recording")
+            return decode_audio(self._shar.read(tar, self._shar.member(tar, cut.id)), f"{cut.id} in {tar}")
+        if source.type == "memory" and whole:
+            return decode_audio(bytes(source.source), f"{cut.id} (in memory)")
+        # A segment of a longer recording (Lhotse recipes): Lhotse reads just that part of the cut's channel.
+        samples = torch.from_numpy(cut.load_audio()).float().mean(dim=0)
+        if recording.sampling_rate != SAMPLE_RATE:
+            samples = torchaudio.functional.resample(samples, recording.sampling_rate, SAMPLE_RATE)
+        return samples
+
+    def _replace(self, loaded: list[Utterance | None], failed: list[Cut]) -> list[Utterance | None]:
+        pool = [u for u in loaded if u is not None] or list(self._recent)
+        if not pool:
             raise RuntimeError(
-                f"{self.num_failed} of {self.num_reads} item reads in this process failed, more than "
-                f"data.max_skip_ratio={self.max_skip_ratio} allows{last}. The files changed since f5lite-prepare "
-                "checked them: fix them or run f5lite-prepare again"
+                f"every utterance of a batch failed to load and there is nothing to replace them with (first: "
+                f"{_where(failed[0])}); the data seems broken: check it or run f5lite-prepare again"
+            )
+        replaced: list[Utterance | None] = []
+        for item, cut in zip(loaded, _expand(failed, loaded), strict=True):
+            if item is not None:
+                replaced.append(item)
+                continue
+            assert cut is not None
+            target = frames_of(cut)
+            nearest = min(pool, key=lambda u: abs(u.mel.shape[0] - target))
+            replaced.append(Utterance(nearest.mel, nearest.ids, nearest.path, nearest.num_skipped + 1))
+        return replaced
+
+    def _record_failure(self, cut: Cut, err: Exception) -> None:
+        self.num_failed += 1
+        self._warn_once(cut.id, f"skipping an utterance that became unreadable after preparation ({err})")
+        self._check_ratio(err)
+
+    def _check_ratio(self, err: Exception | None) -> None:
+        judged = max(self.num_reads, _RATIO_WARMUP)
+        if self.num_failed > self.max_skip_ratio * judged:
+            last = "" if err is None else f"; last: {err}"
+            raise RuntimeError(
+                f"{self.num_failed} of {self.num_reads} utterance reads in this process failed, more than "
+                f"data.max_skip_ratio={self.max_skip_ratio} allows{last}. The files changed since they were "
+                "prepared: fix them or run f5lite-prepare again"
             )
 
-    def _warn_once(self, path: Path, message: str) -> None:
-        if path not in self._warned:
-            self._warned.add(path)
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
             logger.warning("%s", message)
+
+
+def _same_length(mel: Tensor, cut: Cut, source: object) -> Tensor:
+    """The mel, if it has the frames measured at preparation (one frame of slack covers resampling rounding).
+
+    Raises:
+        ValueError: it does not.
+    """
+    expected = frames_of(cut)
+    if abs(mel.shape[0] - expected) > 1:
+        raise ValueError(
+            f"{source} gives {mel.shape[0]} mel frames but the manifest says {expected}: it changed since it was "
+            "measured"
+        )
+    return mel
+
+
+def _expand(failed: list[Cut], loaded: list[Utterance | None]) -> list[Cut | None]:
+    """The failed cut at each position of `loaded` that holds None, None elsewhere."""
+    queue = iter(failed)
+    return [next(queue) if item is None else None for item in loaded]
+
+
+def _where(cut: Cut) -> str:
+    """What to call a cut in messages: its audio file when it has one, else its id."""
+    recording = cut.recording
+    if recording is not None and recording.sources[0].type == "file":
+        return str(recording.sources[0].source)
+    return cut.id
+
+
+def _mel_array(array: np.ndarray, cut_id: str) -> Tensor:
+    if array.dtype != np.float32 or array.ndim != 2 or array.shape[1] != N_MELS or array.shape[0] == 0:
+        raise ValueError(f"the mel of {cut_id} is {array.dtype} {array.shape}, not float32 [frames, {N_MELS}]")
+    return torch.from_numpy(array.copy())

@@ -1,20 +1,25 @@
-"""Everything training needs from the data section of the config: dataset, text encoder, sampler and loader."""
+"""Everything training needs from the data section of the config: sources, text encoder, sampler and loader."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import threading
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import torch
+from lhotse import CutSet
 from torch.utils.data import DataLoader
 
 from f5lite.config.schema import DataConfig
-from f5lite.data.collate import Collate
-from f5lite.data.dataset import ManifestDataset, Utterance
-from f5lite.data.sampler import FrameBudgetSampler
-from f5lite.text import TextEncoder, load_vocab
+from f5lite.data.collate import Batch
+from f5lite.data.dataset import CutDataset
+from f5lite.data.sampler import CutBatchSampler
+from f5lite.data.sources import DataSource, open_source
+from f5lite.text import TextEncoder, Vocab, load_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
 
 
@@ -23,16 +28,18 @@ class TrainData:
     """The data side of a training run.
 
     Attributes:
-        loader: Yields `Batch`es (typed by its dataset's items, as torch does); its batch sampler is `sampler`.
-        sampler: The frame-budget sampler: call `set_epoch` every epoch, save `state_dict` in checkpoints.
-        dataset: The utterances (`dataset.num_failed` counts unreadable files in the main process).
+        loader: Yields `Batch`es; its sampler is `sampler`.
+        sampler: The batch sampler: call `set_epoch` every epoch, save `state_dict` in checkpoints.
+        dataset: Loads the batches (`dataset.num_failed` counts unreadable files in the main process).
         encoder: The text encoder; `encoder.num_embeds` is the model's `text_num_embeds`.
+        sources: The opened data sources.
     """
 
-    loader: DataLoader[Utterance]
-    sampler: FrameBudgetSampler
-    dataset: ManifestDataset
+    loader: DataLoader[Batch]
+    sampler: CutBatchSampler
+    dataset: CutDataset
     encoder: TextEncoder
+    sources: tuple[DataSource, ...]
 
     def close_workers(self) -> None:
         """Stop the loader's worker processes now (the next iteration starts new ones).
@@ -67,10 +74,36 @@ def ignore_stop_signals(worker_id: int) -> None:
     threading.Thread(target=watch, name="sigterm-watch", daemon=True).start()
 
 
+def _unbatched(batch: Any) -> Any:
+    """The dataset makes whole batches: nothing to collate."""
+    return batch
+
+
+class _EpochCuts:
+    """The cuts of an epoch: one source, or a weighted mixture re-drawn each epoch; Shar shards in a new order."""
+
+    def __init__(self, sources: tuple[DataSource, ...], weights: list[float], seed: int) -> None:
+        self.sources = sources
+        self.weights = weights
+        self.seed = seed
+
+    def __call__(self, epoch: int) -> CutSet:
+        cutsets = []
+        for index, source in enumerate(self.sources):
+            order = None
+            if source.kind == "shar":
+                order = np.random.default_rng([self.seed % 2**63, epoch, index]).permutation(len(source.files))
+            cutsets.append(source.cuts(None if order is None else order.tolist()))
+        if len(cutsets) == 1:
+            return cutsets[0]
+        # stop_early: an epoch ends when a source runs out, so the weights hold in every batch of it.
+        return CutSet.mux(*cutsets, weights=self.weights, seed=self.seed + epoch, stop_early=True)
+
+
 def build_train_data(
     cfg: DataConfig, *, seed: int, rank: int = 0, num_replicas: int = 1, pin_memory: bool = False
 ) -> TrainData:
-    """Open `cfg.dir` and make this rank's loader.
+    """Open the data sources and make this rank's loader.
 
     Args:
         cfg: The `data` section of the training config.
@@ -81,37 +114,70 @@ def build_train_data(
             asynchronously; ignored without CUDA.
 
     Returns:
-        The loader, its sampler, the dataset and the text encoder.
+        The loader, its sampler, the dataset, the text encoder and the sources.
 
     Raises:
-        ValueError: `data.dir` is not set or is not a prepared directory, or the vocab the tokenizer needs is
-            missing from it.
+        ValueError: no data is given, a source is not readable as data, the vocab the tokenizer needs is missing,
+            or a source was prepared with a vocab the run's vocab does not extend.
     """
-    if cfg.dir is None:
+    if cfg.dir is None and not cfg.sources:
         raise ValueError("data.dir is not set: give data.dir=PATH, a directory made by f5lite-prepare")
-    dataset = ManifestDataset(cfg.dir, mel_type=cfg.mel_type, max_skip_ratio=cfg.max_skip_ratio)
-    vocab = None
-    if cfg.tokenizer in VOCAB_TOKENIZERS:
-        if dataset.vocab_path is None:
-            raise ValueError(f"data.dir={cfg.dir!r} has no vocab.txt, which data.tokenizer={cfg.tokenizer} needs")
-        vocab = load_vocab(dataset.vocab_path)
+    paths = [cfg.dir] if cfg.dir is not None else [s.dir for s in cfg.sources]
+    weights = [1.0] if cfg.dir is not None else [s.weight for s in cfg.sources]
+    sources = tuple(open_source(p) for p in paths if p is not None)
+    vocab = _run_vocab(cfg, sources)
     encoder = TextEncoder(cfg.tokenizer, vocab)
-    sampler = FrameBudgetSampler(
-        dataset.frames,
-        cfg.frames_per_gpu,
-        cfg.max_samples,
+    fingerprint = hashlib.sha256(
+        "\n".join(f"{s.fingerprint()} {w}" for s, w in zip(sources, weights, strict=True)).encode()
+    ).hexdigest()
+    sampler = CutBatchSampler(
+        _EpochCuts(sources, weights, seed),
+        frames_per_gpu=cfg.frames_per_gpu,
+        max_samples=cfg.max_samples,
+        num_buckets=cfg.num_buckets,
+        quadratic_duration=cfg.quadratic_duration,
+        pad_multiple=cfg.pad_multiple,
         seed=seed,
         num_replicas=num_replicas,
         rank=rank,
+        fingerprint=fingerprint,
+    )
+    dataset = CutDataset(
+        encoder,
+        mel_type=cfg.mel_type,
         pad_multiple=cfg.pad_multiple,
+        max_skip_ratio=cfg.max_skip_ratio,
+        stored_ids=vocab is not None,
     )
     loader = DataLoader(
         dataset,
-        batch_sampler=sampler,
-        collate_fn=Collate(encoder, cfg.pad_multiple),
+        sampler=sampler,
+        batch_size=None,
+        collate_fn=_unbatched,
         num_workers=cfg.num_workers,
         persistent_workers=cfg.num_workers > 0,  # keeps each worker's failed-read counts across epochs
         pin_memory=pin_memory and torch.cuda.is_available(),
         worker_init_fn=ignore_stop_signals,
     )
-    return TrainData(loader, sampler, dataset, encoder)
+    return TrainData(loader, sampler, dataset, encoder, sources)
+
+
+def _run_vocab(cfg: DataConfig, sources: tuple[DataSource, ...]) -> Vocab | None:
+    """The run's vocab, after checking that every source's stored ids mean the same tokens in it."""
+    if cfg.tokenizer not in VOCAB_TOKENIZERS:
+        return None
+    path = cfg.vocab if cfg.vocab is not None else sources[0].vocab_path
+    if path is None:
+        where = f"data.dir={str(sources[0].path)!r} has no vocab.txt" if cfg.vocab is None else ""
+        raise ValueError(f"{where}, which data.tokenizer={cfg.tokenizer} needs: give data.vocab=PATH".lstrip(", "))
+    vocab = load_vocab(path)
+    for source in sources:
+        if source.vocab_path is None:
+            continue
+        own = load_vocab(source.vocab_path)
+        if vocab.tokens[: len(own)] != own.tokens:
+            raise ValueError(
+                f"{source.path} was prepared with a vocab that {path} does not extend (its stored text ids would "
+                f"mean other tokens): prepare it again with f5lite-prepare ... --vocab {path}"
+            )
+    return vocab

@@ -1,9 +1,12 @@
-"""The training manifest: `manifest.jsonl`, one JSON object per kept utterance, written by `f5lite-prepare`.
+"""The manifest of earlier f5lite versions: `manifest.jsonl`, read so that directories they prepared still train.
 
-A row holds `audio_path`, `text`, `duration` (seconds), `frames` (mel frames at 24 kHz), `sample_rate` (of the
-source file) and, when known, `speaker`; with a mel cache also `mel_path` and `mel_type`. Paths inside the
-manifest's own directory are written relative to it, so a prepared directory that holds its audio (like the demo
-dataset) can be moved or shipped as a whole; other paths are written absolute. Reading resolves both.
+`f5lite-prepare` now writes a Lhotse CutSet (`cuts.jsonl.gz`, see `f5lite.data.cuts`) and removes the
+`manifest.jsonl` an earlier version left in its OUT_DIR. A manifest holds one JSON object per kept utterance:
+`audio_path`, `text`, `duration` (seconds), `frames` (mel frames at 24 kHz), `sample_rate` (of the source file)
+and, when known, `speaker`; with a mel cache also `mel_path` and `mel_type`. Paths are relative to the manifest's
+directory or absolute; reading resolves both.
+
+The names of the other files of a prepared directory (`vocab.txt`, `report.json`, `mels/`) are defined here too.
 """
 
 from __future__ import annotations
@@ -12,12 +15,9 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from f5lite.atomic import write_text_atomic
 
 MANIFEST_NAME = "manifest.jsonl"
-"""File name of the manifest inside a prepared directory."""
+"""File name of the manifest inside a directory prepared by an earlier f5lite."""
 
 VOCAB_NAME = "vocab.txt"
 """File name of the vocab inside a prepared directory."""
@@ -28,15 +28,12 @@ REPORT_NAME = "report.json"
 MEL_DIR_NAME = "mels"
 """Folder of cached log-mels inside a prepared directory."""
 
-DURATION_DECIMALS = 6
-"""Durations are kept to the microsecond, so that a manifest reads back equal to the rows it was written from."""
-
 _REQUIRED_KEYS = ("audio_path", "text", "duration", "frames")
 
 
 @dataclass(frozen=True)
 class ManifestRow:
-    """One utterance of a prepared dataset.
+    """One utterance as a manifest (or an F5-TTS prepared dataset, see `f5lite.data.f5tts_arrow`) gives it.
 
     Attributes:
         audio_path: The audio file, absolute.
@@ -57,55 +54,6 @@ class ManifestRow:
     speaker: str | None = None
     mel_path: Path | None = None
     mel_type: str | None = None
-
-    def to_json(self, base: Path) -> dict[str, Any]:
-        """The row as written to the manifest, paths relative to `base` when they lie inside it.
-
-        Args:
-            base: The manifest's directory.
-
-        Returns:
-            A JSON-ready dict; keys whose value is None are left out.
-        """
-        row: dict[str, Any] = {
-            "audio_path": portable_path(self.audio_path, base),
-            "text": self.text if isinstance(self.text, str) else list(self.text),
-            "duration": round(self.duration, DURATION_DECIMALS),
-            "frames": self.frames,
-            "sample_rate": self.sample_rate,
-            "speaker": self.speaker,
-            "mel_path": None if self.mel_path is None else portable_path(self.mel_path, base),
-            "mel_type": self.mel_type,
-        }
-        return {key: value for key, value in row.items() if value is not None}
-
-
-def portable_path(path: Path, base: Path) -> str:
-    """`path` relative to `base` (POSIX separators) when it lies inside `base`, else absolute.
-
-    Args:
-        path: An absolute path.
-        base: The directory the written file lives in.
-
-    Returns:
-        The path as text.
-    """
-    try:
-        return path.relative_to(base).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def write_manifest(path: str | os.PathLike[str], rows: list[ManifestRow]) -> None:
-    """Write `rows` as `manifest.jsonl` atomically (UTF-8, non-ASCII kept readable, one row per line).
-
-    Args:
-        path: The manifest file; its directory must exist.
-        rows: The rows, in the order to keep.
-    """
-    manifest = Path(path).absolute()
-    lines = [json.dumps(row.to_json(manifest.parent), ensure_ascii=False) + "\n" for row in rows]
-    write_text_atomic(manifest, "".join(lines))
 
 
 def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:

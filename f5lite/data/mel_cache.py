@@ -2,7 +2,8 @@
 
 Each utterance's mel `[frames, 100]` is a float32 `.npy` file under `mels/` in the prepared directory, named by
 a hash of the audio path and the mel convention: re-running `f5lite-prepare` rewrites the same files, and removes
-those its previous manifest named and the new one does not (see `f5lite.prepare.ownership`).
+those its previous cuts named and the new ones do not (see `f5lite.prepare.ownership`). Each cut names its mel in
+`custom["mel_path"]`, relative to the prepared directory.
 """
 
 from __future__ import annotations

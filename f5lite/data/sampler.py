@@ -1,117 +1,118 @@
-"""Frame-budget batching: F5-TTS's `DynamicBatchSampler` semantics, reshuffled every epoch, sharded, resumable.
+"""Frame-budget batches with Lhotse's dynamic bucketing, resumable exactly, on the same or another number of ranks.
 
-Like F5-TTS, a batch holds at most `max_samples` utterances and at most `frames_per_gpu` mel frames, and an
-utterance longer than the whole budget is dropped (here: listed in `dropped` and logged). The budget counts the
-padded batch, `batch size x longest length rounded up to pad_multiple`, which is what the model is fed; it is
-never above F5-TTS's sum of lengths, so a batch that fits here fits there too.
+Each epoch, Lhotse's `DynamicBucketingSampler` reads the epoch's cuts lazily (a bounded buffer, never the whole
+set), sorts them into length buckets and cuts batches of at most `data.max_samples` utterances and
+`data.frames_per_gpu` mel frames (the sum of the utterances' frames, as F5-TTS counts; within a bucket padding adds
+little). `data.quadratic_duration` makes long utterances cost more, so batches of long clips stay within memory.
+Utterances longer than the whole budget are left out and counted. With several ranks, every rank runs the same
+sampler and takes its own batch of each round of `world_size` batches (all drawn from one bucket, so ranks wait for
+each other little); the rounds of an epoch are the same on every rank.
 
-Unlike F5-TTS, whose batches are fixed once and only reordered, batch *composition* changes every epoch: items are
-sorted by length into buckets of about `bucket_batches` batches each, every epoch shuffles each bucket, packs it
-greedily and shuffles the resulting batches. Everything follows from `(seed, epoch)`, so every rank computes the
-same global list and takes every `num_replicas`-th batch. When the batch count does not divide among the ranks,
-the fullest batches are split in two until it does, so every rank gets the same number of batches and every kept
-item is still used exactly once per epoch. `state_dict` / `load_state_dict` resume mid-epoch at a batch offset.
+The position is counted in rounds of the current epoch. A resume on the same number of ranks replays that many
+rounds without loading any audio (exactly where training was). A resume on another number of ranks cannot continue
+the same stream, whose rounds depend on the number of ranks: it replays the earlier part of the epoch under the old
+number, collects the ids of every utterance those rounds held, and continues the epoch under the new number without
+them. Nothing is seen twice and nothing is skipped; the epoch's earlier parts are kept in the state (`segments`), so
+several changes within one epoch work too.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any
 
-import numpy as np
+from lhotse import CutSet
+from lhotse.cut import Cut
+from lhotse.dataset import DynamicBucketingSampler
 from torch.utils.data import Sampler
+
+from f5lite.audio import HOP_LENGTH, SAMPLE_RATE
+from f5lite.data.cuts import frames_of
 
 logger = logging.getLogger(__name__)
 
-_LISTED_DROPS = 10  # items named in the drop warning; `dropped` has them all
+_LISTED_DROPS = 5  # utterances named in the warnings about the frame budget
 
 
-class FrameBudgetSampler(Sampler[list[int]]):
-    """Yields the batches (lists of dataset indices) of one rank for the current epoch.
+class _RoundRecorder(DynamicBucketingSampler):
+    """A Lhotse sampler that also records the ids of every batch of every rank it draws (for elastic replay)."""
 
-    Call `set_epoch(epoch)` before each epoch, as with torch's `DistributedSampler`: without it every pass
-    repeats the same epoch's batches.
+    seen: set[str]
+
+    def _next_batch(self) -> CutSet:
+        batch = super()._next_batch()
+        self.seen.update(cut.id for cut in batch)
+        return batch
+
+
+class CutBatchSampler(Sampler[CutSet]):
+    """Yields this rank's batches (`CutSet`s) of the current epoch.
+
+    Call `set_epoch(epoch)` before each epoch, as with torch's `DistributedSampler`.
 
     Args:
-        frames: Mel frame count of every dataset item (`ManifestDataset.frames`).
-        frames_per_gpu: Frame budget of one batch (padded size, see the module docstring).
-        max_samples: Most items in one batch.
-        seed: Seed of the shuffling; the same on every rank.
-        num_replicas: Number of ranks sharing the data.
-        rank: This rank, in `[0, num_replicas)`.
-        pad_multiple: Padded lengths are rounded up to a multiple of this (the collate pads the same way).
-        bucket_batches: Width of a length bucket, in batches' worth of frames: wider buckets mix lengths more
-            (more padding), narrower ones vary batch composition less between epochs.
+        epoch_cuts: the lazy cuts of an epoch (a function of the epoch: mixing and shard order change with it).
+        frames_per_gpu: frame budget of one batch.
+        max_samples: most utterances in one batch.
+        num_buckets: length buckets.
+        quadratic_duration: Lhotse's quadratic cost in seconds (None: the budget is linear in length).
+        pad_multiple: lengths are padded up to a multiple of this (the budget check rounds the same way).
+        seed: shuffling seed, the same on every rank.
+        num_replicas: ranks sharing the data.
+        rank: this rank.
+        fingerprint: identity of the data, checked on resume.
 
     Raises:
-        ValueError: A bad argument, or fewer usable items than ranks (some rank would get no batch).
+        ValueError: a bad argument.
     """
 
     def __init__(
         self,
-        frames: Sequence[int],
+        epoch_cuts: Callable[[int], CutSet],
+        *,
         frames_per_gpu: int,
         max_samples: int,
-        *,
+        num_buckets: int = 20,
+        quadratic_duration: float | None = None,
+        pad_multiple: int = 1,
         seed: int = 0,
         num_replicas: int = 1,
         rank: int = 0,
-        pad_multiple: int = 1,
-        bucket_batches: int = 8,
+        fingerprint: str = "",
     ) -> None:
         for name, value in (
             ("frames_per_gpu", frames_per_gpu),
             ("max_samples", max_samples),
+            ("num_buckets", num_buckets),
             ("num_replicas", num_replicas),
             ("pad_multiple", pad_multiple),
-            ("bucket_batches", bucket_batches),
         ):
             if value < 1:
                 raise ValueError(f"{name}={value} is not valid; it must be >= 1")
         if not 0 <= rank < num_replicas:
             raise ValueError(f"rank={rank} is not valid; it must be in [0, {num_replicas})")
-        lengths = np.asarray(frames, dtype=np.int64).reshape(-1)
-        if lengths.size and lengths.min() < 1:
-            raise ValueError("every item must have at least 1 frame")
+        self._epoch_cuts = epoch_cuts
         self._budget = frames_per_gpu
         self._max_samples = max_samples
-        self._seed = seed
-        self._num_replicas = num_replicas
-        self._rank = rank
+        self._num_buckets = num_buckets
+        self._quadratic = quadratic_duration
         self._pad_multiple = pad_multiple
-        self._cost = -(-lengths // pad_multiple) * pad_multiple  # lengths rounded up to the multiple
-        self._num_items = int(lengths.size)
-
-        fits = self._cost <= frames_per_gpu
-        self.dropped: tuple[int, ...] = tuple(int(i) for i in np.flatnonzero(~fits))
-        """Indices of the items longer than the whole budget; they are in no batch."""
-        if self.dropped:
-            listed = ", ".join(f"#{i} ({int(lengths[i])} frames)" for i in self.dropped[:_LISTED_DROPS])
-            logger.warning(
-                "%d of %d items are longer than the frame budget of %d frames and are never used: %s%s",
-                len(self.dropped),
-                self._num_items,
-                frames_per_gpu,
-                listed,
-                ", ..." if len(self.dropped) > _LISTED_DROPS else "",
-            )
-        kept = np.flatnonzero(fits)
-        if kept.size < num_replicas:
-            raise ValueError(
-                f"only {kept.size} item(s) fit the frame budget of {frames_per_gpu} frames; {num_replicas} ranks "
-                "need at least one each"
-            )
-        by_length = kept[np.argsort(self._cost[kept], kind="stable")]
-        # Bucket k holds the items whose cumulative frame count (in length order) starts in
-        # [k * width, (k + 1) * width): similar lengths, enough of them to fill about `bucket_batches` batches.
-        starts = np.cumsum(self._cost[by_length]) - self._cost[by_length]
-        bucket_ids = starts // (bucket_batches * frames_per_gpu)
-        cuts = np.flatnonzero(np.diff(bucket_ids)) + 1
-        self._buckets = np.split(by_length, cuts)
+        self._seed = seed
+        self._world_size = num_replicas
+        self._rank = rank
+        self._fingerprint = fingerprint
         self._epoch = 0
-        self._offset = 0
-        self._cached: tuple[int, list[list[int]]] | None = None
+        self._segments: list[list[int]] = []  # earlier [world_size, rounds] parts of the current epoch
+        self._start = 0  # rounds of the current part to skip at the next iteration
+        self._yielded = 0
+        self._dropped: set[str] = set()
+
+    @property
+    def dropped(self) -> int:
+        """Distinct utterances left out because they are longer than the frame budget (so far, this process)."""
+        return len(self._dropped)
 
     @property
     def epoch(self) -> int:
@@ -119,146 +120,160 @@ class FrameBudgetSampler(Sampler[list[int]]):
         return self._epoch
 
     @property
-    def num_kept(self) -> int:
-        """Number of items that fit the budget (each is used once per epoch, across all ranks)."""
-        return self._num_items - len(self.dropped)
+    def position(self) -> int:
+        """Rounds of the current epoch (under this number of ranks) that a resume has already accounted for."""
+        return self._start
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch to iterate; a different epoch than the current one starts at its first batch.
 
-        Args:
-            epoch: The epoch number.
-
         Raises:
-            ValueError: A negative epoch.
+            ValueError: a negative epoch.
         """
         if epoch < 0:
             raise ValueError(f"epoch={epoch} is not valid; it must be >= 0")
         if epoch != self._epoch:
             self._epoch = epoch
-            self._offset = 0
+            self._segments = []
+            self._start = 0
 
-    def seek(self, offset: int) -> None:
-        """Make the next iteration start at batch `offset` of the current epoch (this rank's batches).
+    def seek(self, rounds: int) -> None:
+        """Make the next iteration start after `rounds` rounds of the current part of the epoch.
 
         A DataLoader's workers draw batches from the sampler ahead of training; a new iteration after training
-        stopped early (a second `fit` in the same process) must continue where training was, not where they were.
-
-        Args:
-            offset: Batches of the current epoch already consumed.
-
-        Raises:
-            ValueError: `offset` is negative or past the end of the epoch.
+        stopped early (a second `fit` in the same process) must continue where training was.
         """
-        self.load_state_dict(self.state_dict(consumed=offset))
+        if rounds < 0:
+            raise ValueError(f"rounds={rounds} is not valid; it must be >= 0")
+        self._start = rounds
 
-    def global_batches(self, epoch: int) -> list[list[int]]:
-        """All ranks' batches of `epoch`, in order; batch `i` belongs to rank `i % num_replicas`.
-
-        Args:
-            epoch: The epoch number.
-
-        Returns:
-            The batches; their count is a multiple of `num_replicas`.
-        """
-        rng = np.random.default_rng([self._seed % 2**63, epoch])
-        batches: list[list[int]] = []
-        for bucket in self._buckets:
-            batches.extend(self._pack(rng.permutation(bucket)))
-        batches = [batches[i] for i in rng.permutation(len(batches))]
-        return self._divide_evenly(batches)
-
-    def __iter__(self) -> Iterator[list[int]]:
-        """Yield this rank's remaining batches of the current epoch, then rewind to the epoch's start."""
-        batches = self._rank_batches()
-        while self._offset < len(batches):
-            batch = batches[self._offset]
-            self._offset += 1
-            yield list(batch)
-        self._offset = 0
-
-    def __len__(self) -> int:
-        """Number of batches the next iteration yields (this rank, current epoch, after the resume offset)."""
-        return len(self._rank_batches()) - self._offset
+    def __iter__(self) -> Iterator[CutSet]:
+        """Yield this rank's remaining batches of the current epoch."""
+        excluded = self._replay_earlier_parts()
+        # A Lhotse sampler is its own iterator, and iterating it again would start the epoch over: only `next`.
+        batches = iter(self._lhotse(self._world_size, self._rank, excluded))
+        for _ in range(self._start):
+            if next(batches, None) is None:
+                return
+        self._yielded = self._start
+        while (batch := next(batches, None)) is not None:
+            self._yielded += 1
+            yield batch
 
     def state_dict(self, consumed: int | None = None) -> dict[str, Any]:
         """The position to resume from, plus the settings that must match on resume.
 
         Args:
-            consumed: Batches of the current epoch that training has finished. A DataLoader with workers draws
-                batches from the sampler ahead of training, so pass the count the training loop has seen; the
-                default is the count this sampler has yielded, right when it is iterated directly.
+            consumed: rounds of the current part of the epoch that training has finished. A DataLoader with workers
+                draws batches ahead of training, so pass the count the training loop has seen; the default is how
+                far this sampler has yielded.
 
         Returns:
-            A plain dict (`epoch`, `offset`, and the settings) to save in a checkpoint.
-
-        Raises:
-            ValueError: `consumed` is negative or more than the epoch's batches.
+            A JSON-serializable dict for the checkpoint.
         """
-        offset = self._offset if consumed is None else consumed
-        if not 0 <= offset <= len(self._rank_batches()):
-            raise ValueError(f"consumed={offset} is not valid for an epoch of {len(self._rank_batches())} batches")
-        return {"epoch": self._epoch, "offset": offset, **self._settings()}
+        rounds = self._yielded if consumed is None else consumed
+        return {
+            "epoch": self._epoch,
+            "world_size": self._world_size,
+            "rounds": rounds,
+            "segments": [list(s) for s in self._segments],
+            **self._settings(),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume at `state["epoch"]`, batch `state["offset"]` of this rank.
-
-        Args:
-            state: A dict from `state_dict`.
+        """Resume at the saved position, on this or another number of ranks.
 
         Raises:
-            ValueError: The state was saved with other settings (seed, ranks, budget, data size), so resuming would
-                not continue the same sequence of batches; or its offset is past the end of its epoch.
+            ValueError: the state was saved with other data or batching settings, so the batches of the epoch would
+                not be the same.
         """
         changed = [f"{k}: saved {state.get(k)!r}, now {v!r}" for k, v in self._settings().items() if state.get(k) != v]
         if changed:
             raise ValueError(f"cannot resume the batch sampler: its settings changed ({'; '.join(changed)})")
         self._epoch = int(state["epoch"])
-        self._offset = int(state["offset"])
-        if not 0 <= self._offset <= len(self._rank_batches()):
-            raise ValueError(f"offset {self._offset} is past the end of epoch {self._epoch}")
+        self._segments = [list(s) for s in state.get("segments", [])]
+        if int(state["world_size"]) == self._world_size:
+            self._start = int(state["rounds"])
+        else:
+            self._segments.append([int(state["world_size"]), int(state["rounds"])])
+            self._start = 0
+            logger.info(
+                "resuming epoch %d on %d ranks after %d rounds on %d: the utterances already used are left out",
+                self._epoch,
+                self._world_size,
+                int(state["rounds"]),
+                int(state["world_size"]),
+            )
 
     def _settings(self) -> dict[str, Any]:
         return {
             "seed": self._seed,
-            "num_replicas": self._num_replicas,
             "frames_per_gpu": self._budget,
             "max_samples": self._max_samples,
+            "num_buckets": self._num_buckets,
+            "quadratic_duration": self._quadratic,
             "pad_multiple": self._pad_multiple,
-            "num_items": self._num_items,
+            "data": self._fingerprint,
         }
 
-    def _rank_batches(self) -> list[list[int]]:
-        if self._cached is None or self._cached[0] != self._epoch:
-            batches = self.global_batches(self._epoch)[self._rank :: self._num_replicas]
-            self._cached = (self._epoch, batches)
-        return self._cached[1]
+    def _replay_earlier_parts(self) -> set[str]:
+        """Ids of the utterances the epoch's earlier parts (under other numbers of ranks) used."""
+        excluded: set[str] = set()
+        for world_size, rounds in self._segments:
+            recorder = self._lhotse(world_size, 0, excluded, recorder=True)
+            assert isinstance(recorder, _RoundRecorder)
+            recorder.seen = set()
+            batches = iter(recorder)
+            for _ in range(rounds):
+                if next(batches, None) is None:
+                    break
+            excluded |= recorder.seen
+        return excluded
 
-    def _pack(self, order: np.ndarray) -> list[list[int]]:
-        """Greedily cut `order` into batches that keep to the item cap and the padded frame budget."""
-        batches: list[list[int]] = []
-        batch: list[int] = []
-        longest = 0
-        for index in order.tolist():
-            cost = int(self._cost[index])
-            if batch and (len(batch) >= self._max_samples or (len(batch) + 1) * max(longest, cost) > self._budget):
-                batches.append(batch)
-                batch, longest = [], 0
-            batch.append(index)
-            longest = max(longest, cost)
-        if batch:
-            batches.append(batch)
-        return batches
+    def _lhotse(
+        self, world_size: int, rank: int, excluded: set[str], recorder: bool = False
+    ) -> DynamicBucketingSampler:
+        cuts = self._epoch_cuts(self._epoch).filter(self._fits)
+        if excluded:
+            cuts = cuts.filter(lambda cut: cut.id not in excluded)
+        kind = _RoundRecorder if recorder else DynamicBucketingSampler
+        # Lhotse's budget is a sum of durations in seconds: `frames_per_gpu` hops of audio (an utterance's frame
+        # count is its duration in hops plus one, so a batch may hold up to `max_samples` frames more).
+        max_duration = self._budget * HOP_LENGTH / SAMPLE_RATE
+        # Lhotse estimates bucket edges from the first cuts and needs at least one cut per bucket (and two
+        # buckets): a small data set gets fewer buckets, one of a single cut gets one explicit edge.
+        available = sum(1 for _ in islice(cuts, self._num_buckets))
+        buckets: dict[str, Any] = {"num_buckets": min(self._num_buckets, available)}
+        if available < 2:
+            buckets = {"duration_bins": [max_duration]}
+        sampler = kind(
+            cuts,
+            max_duration=max_duration,
+            max_cuts=self._max_samples,
+            **buckets,
+            shuffle=True,
+            drop_last=False,
+            quadratic_duration=self._quadratic,
+            world_size=world_size,
+            rank=rank,
+            seed=self._seed,
+        )
+        sampler.set_epoch(self._epoch)
+        return sampler
 
-    def _divide_evenly(self, batches: list[list[int]]) -> list[list[int]]:
-        """Split the fullest batches in two until every rank gets the same number of batches."""
-        while len(batches) % self._num_replicas:
-            fullest = max(range(len(batches)), key=lambda i: len(batches[i]))
-            batch = batches[fullest]
-            half = len(batch) // 2
-            if half == 0:  # every batch holds one item (max_samples=1, or items over half the budget)
-                extra = len(batches) % self._num_replicas
-                logger.warning("%d single-item batch(es) left out of this epoch so that ranks get equal counts", extra)
-                return batches[: len(batches) - extra]
-            batches[fullest : fullest + 1] = [batch[:half], batch[half:]]
-        return batches
+    def _fits(self, cut: Cut) -> bool:
+        frames = frames_of(cut)
+        padded = -(-frames // self._pad_multiple) * self._pad_multiple
+        if padded <= self._budget:
+            return True
+        if cut.id not in self._dropped:  # the stream is read more than once (bucket edges, replays)
+            self._dropped.add(cut.id)
+            if self.dropped <= _LISTED_DROPS:
+                logger.warning(
+                    "utterance %s (%d frames) is longer than the frame budget data.frames_per_gpu=%d and is not used%s",
+                    cut.id,
+                    frames,
+                    self._budget,
+                    "; later ones are counted only" if self.dropped == _LISTED_DROPS else "",
+                )
+        return False

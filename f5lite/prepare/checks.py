@@ -1,8 +1,10 @@
 """Per-utterance checks of `f5lite-prepare`: each returns a `Skip` naming the problem, or the facts it measured.
 
 The audio checks read the file's header first, so a file far too long is rejected without being decoded, then
-decode it the way training will (`f5lite.audio.load_audio`: any channel count mixed to mono, any sample rate
-resampled to 24 kHz), so a file that passes here also loads at training time.
+decode it the way training will (as `f5lite.audio.load_audio` does: any channel count mixed to mono, any sample
+rate resampled to 24 kHz), so a file that passes here also loads at training time. The decoded file also gives the
+exact sample and channel counts that the cut records (a header's count can be an estimate, MP3's for one, and
+Lhotse checks the count when it loads the audio).
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import soundfile as sf
 import torch
+import torchaudio
 from torch import Tensor
 
-from f5lite.audio import SAMPLE_RATE, AudioError, frames_for_samples, load_audio, min_samples
+from f5lite.audio import SAMPLE_RATE, frames_for_samples, min_samples
 from f5lite.prepare.skips import Skip
 
 
@@ -60,15 +64,19 @@ class CheckedAudio:
 
     Attributes:
         waveform: `[samples]` float32 mono at 24 kHz.
-        duration: Length of the source file in seconds.
+        duration: Length of the source file in seconds (`num_samples / sample_rate`).
         sample_rate: Sample rate of the source file in Hz.
         frames: Mel frames of the waveform for the mel convention checked against.
+        num_samples: Samples per channel in the source file, as decoded (exact).
+        channels: Channel count of the source file.
     """
 
     waveform: Tensor
     duration: float
     sample_rate: int
     frames: int
+    num_samples: int
+    channels: int
 
 
 def check_text(path: Path, text: str) -> Skip | None:
@@ -114,15 +122,35 @@ def check_audio(path: Path, limits: Limits, mel_type: str = "vocos") -> CheckedA
     if duration > limits.max_seconds:
         return Skip(path, "too_long", f"{duration:.3f} s is above the maximum {limits.max_seconds} s")
     try:
-        waveform = load_audio(path)
-    except AudioError as err:
+        data, sample_rate = sf.read(str(path), dtype="float32", always_2d=True)
+    except (sf.SoundFileError, TypeError, RuntimeError) as err:
         return Skip(path, "unreadable", str(err))
+    if data.shape[0] == 0:
+        return Skip(path, "empty_audio", "the file decodes to no samples")
+    waveform = _mono_at_training_rate(data, int(sample_rate))
     if not bool(torch.isfinite(waveform).all()):
         bad = int((~torch.isfinite(waveform)).sum())
         return Skip(path, "non_finite", f"{bad} NaN or infinite sample(s) after decoding at {SAMPLE_RATE} Hz")
     if waveform.numel() < min_samples(mel_type):
         return Skip(path, "too_short", f"{waveform.numel()} samples at {SAMPLE_RATE} Hz is less than one mel frame")
-    return CheckedAudio(waveform, duration, int(info.samplerate), frames_for_samples(waveform.numel(), mel_type))
+    num_samples, channels = data.shape
+    return CheckedAudio(
+        waveform=waveform,
+        duration=num_samples / sample_rate,
+        sample_rate=int(sample_rate),
+        frames=frames_for_samples(waveform.numel(), mel_type),
+        num_samples=int(num_samples),
+        channels=int(channels),
+    )
+
+
+def _mono_at_training_rate(data: np.ndarray, sample_rate: int) -> Tensor:
+    # The same steps as f5lite.audio.load_audio, applied to the samples already decoded here (decoding twice, once
+    # for the exact counts and once for the waveform, would double the cost); a test keeps the two bit-identical.
+    waveform = torch.from_numpy(data).mean(dim=1)
+    if sample_rate != SAMPLE_RATE:
+        waveform = torchaudio.functional.resample(waveform, orig_freq=sample_rate, new_freq=SAMPLE_RATE)
+    return waveform.contiguous()
 
 
 def check_speaking_rate(path: Path, text: str, duration: float, limits: Limits) -> Skip | None:

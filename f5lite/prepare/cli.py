@@ -1,7 +1,8 @@
 """`f5lite-prepare INPUT OUT_DIR` and `python -m f5lite.prepare`: the command line of `f5lite.prepare.pipeline`.
 
 INPUT is an F5-TTS `metadata.csv`, an LJSpeech folder, or a folder of audio files with `.txt`/`.lab` transcripts;
-OUT_DIR receives `manifest.jsonl`, `vocab.txt`, `report.json` and, with `--mels`, the `mels/` cache. A short
+OUT_DIR receives `cuts.jsonl.gz` (a Lhotse CutSet), `vocab.txt`, `report.json` and, with `--mels`, the `mels/`
+cache; `--shar DIR` also writes the kept cuts as Lhotse Shar shards (audio and mels inside) into DIR. A short
 summary (kept, skipped by reason, new vocab tokens) goes to stdout.
 
 Exit status: 0 when anything usable is left, 1 when nothing is, 2 for a bad command line or an unreadable INPUT.
@@ -21,6 +22,7 @@ from f5lite.audio import MEL_KINDS
 from f5lite.data.manifest import REPORT_NAME
 from f5lite.prepare.checks import Limits
 from f5lite.prepare.pipeline import PrepareOptions, prepare
+from f5lite.prepare.shar import DEFAULT_SHARD_SIZE
 from f5lite.text import TOKENIZER_NAMES
 
 EXIT_OK = 0
@@ -35,8 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     defaults = Limits()
     parser = argparse.ArgumentParser(
         prog="f5lite-prepare",
-        description="Check every utterance of a dataset and write a training directory: manifest.jsonl, "
-        "vocab.txt, report.json (every skipped file with its reason) and, with --mels, a cache of log-mels.",
+        description="Check every utterance of a dataset and write a training directory: cuts.jsonl.gz (a Lhotse "
+        "CutSet), vocab.txt, report.json (every skipped file with its reason) and, with --mels, a cache of log-mels.",
     )
     add = parser.add_argument
     add("input", type=Path, help="F5-TTS metadata.csv, LJSpeech folder, or folder of audio with .txt/.lab files")
@@ -60,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     add("--mels", action="store_true", help="also cache each kept utterance's 24 kHz log-mel")
     add("--mel-type", choices=MEL_KINDS, default="vocos", help="mel convention (default: vocos)")
+    add("--shar", type=Path, metavar="DIR", help="also write the kept cuts as Lhotse Shar shards into DIR")
+    add("--shard-size", type=int, metavar="N", help=f"cuts per Shar shard (default: {DEFAULT_SHARD_SIZE})")
     add("--workers", type=int, default=min(8, os.cpu_count() or 1), help="parallel processes (default: %(default)s)")
     return parser
 
@@ -74,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 when anything was kept, 1 when nothing was, 2 for a bad command line or input.
     """
     args = _parser().parse_args(argv)
+    if args.shard_size is not None and args.shar is None:
+        sys.stderr.write("f5lite-prepare: error: --shard-size needs --shar DIR\n")
+        return EXIT_USAGE
     logging.basicConfig(level=logging.INFO, format="f5lite-prepare: %(message)s")
     try:
         options = PrepareOptions(
@@ -84,16 +91,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             mels=args.mels,
             mel_type=args.mel_type,
             workers=args.workers,
+            shar=args.shar,
+            shard_size=DEFAULT_SHARD_SIZE if args.shard_size is None else args.shard_size,
         )
         result = prepare(args.input, args.out_dir, options, progress=True)
     except (ValueError, ImportError, OSError) as err:
         sys.stderr.write(f"f5lite-prepare: error: {err}\n")
         return EXIT_USAGE
-    sys.stdout.write(_summary(result.report, args.out_dir))
-    return EXIT_OK if result.rows else EXIT_NOTHING_KEPT
+    sys.stdout.write(_summary(result.report, args.out_dir, args.shar, result.shar_shards))
+    return EXIT_OK if result.cuts else EXIT_NOTHING_KEPT
 
 
-def _summary(report: dict[str, Any], out_dir: Path) -> str:
+def _summary(report: dict[str, Any], out_dir: Path, shar: Path | None, shards: int) -> str:
     total = report["kept"] + report["skipped_count"]
     lines = [f"kept {report['kept']} of {total} utterances ({_hours_minutes(report['kept_seconds'])})"]
     if report["skipped_count"]:
@@ -103,7 +112,9 @@ def _summary(report: dict[str, Any], out_dir: Path) -> str:
     if vocab is not None and vocab["added"]:
         lines.append(f"vocab: {len(vocab['added'])} new token(s) appended to {vocab['base']}")
     if not report["kept"]:
-        lines.append("nothing usable is left: no manifest was written")
+        lines.append("nothing usable is left: no cuts were written")
+    elif shar is not None:
+        lines.append(f"shar: {shards} shard(s) in {shar}")
     lines.append(f"report: {out_dir / REPORT_NAME}")
     return "".join(f"{line}\n" for line in lines)
 

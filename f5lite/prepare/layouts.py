@@ -1,4 +1,4 @@
-"""The three input layouts `f5lite-prepare` reads, each turned into the same list of (audio file, transcript) rows.
+"""The input layouts `f5lite-prepare` reads, each turned into the same list of (audio file, transcript) rows.
 
 - `f5tts_csv`: F5-TTS's `metadata.csv`: a header `audio_file|text` (or `audio_file|text|speaker`), then one row
   per utterance; audio paths absolute or relative to the CSV's folder.
@@ -6,6 +6,10 @@
   the raw one when it is missing or empty) and the audio as `wavs/<id>.wav`.
 - `folder`: a folder (searched recursively) of audio files, each with a same-named `.txt` or `.lab` transcript
   next to it (`.txt` wins when both exist). Files in a sub-folder take its first-level name as their speaker.
+- `lhotse_cuts`: a Lhotse CutSet file (`*.jsonl.gz` or `*.jsonl`), as Lhotse's recipes make them (`lhotse prepare
+  libritts`, `ljspeech`, `emilia`, ... then `CutSet.from_manifests(...).to_file(...)`): each cut's audio file, its
+  supervision text and speaker. A cut that is a segment of a longer recording (or not a single file) is skipped:
+  the checks here are of whole files; train on such a CutSet directly (`data.dir=CUTS data.vocab=...`).
 
 In every layout a transcript's runs of white space (line breaks included) become single spaces, so the same
 transcript gives the same text whichever layout holds it. Rows that cannot be used before any audio is read (an
@@ -23,7 +27,7 @@ from typing import Literal, get_args
 
 from f5lite.prepare.skips import Skip
 
-Layout = Literal["f5tts_csv", "ljspeech", "folder"]
+Layout = Literal["f5tts_csv", "ljspeech", "folder", "lhotse_cuts"]
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 """The accepted input layouts."""
 
@@ -87,6 +91,10 @@ def read_source(input_path: str | os.PathLike[str], *, ignore: Collection[Path] 
     path = _absolute(Path(input_path))
     if not path.exists():
         raise ValueError(f"input {path} does not exist")
+    if path.is_file() and (path.name.endswith(".jsonl.gz") or path.suffix == ".jsonl"):
+        source = _read_lhotse_cuts(path)
+        _skip_duplicates(source)
+        return source
     if path.is_dir() and (path / METADATA_NAME).is_file():
         path = path / METADATA_NAME
     if path.is_dir():
@@ -193,6 +201,32 @@ def _read_folder(root: Path, ignore: set[Path]) -> Source:
         source.rows.append(SourceRow(audio, _clean(text), speaker, str(transcript.relative_to(root))))
     for orphan in sorted(transcripts - used):
         source.skipped.append(Skip(orphan, "missing_audio", "a transcript without an audio file of the same name"))
+    return source
+
+
+def _read_lhotse_cuts(path: Path) -> Source:
+    from lhotse import CutSet  # the recipe's cuts: read lazily, one line at a time
+
+    source = Source(layout="lhotse_cuts")
+    try:
+        for cut in CutSet.from_jsonl_lazy(path):
+            origin = f"{path.name}:{cut.id}"
+            recording = cut.recording
+            sources = [] if recording is None else recording.sources
+            if len(sources) != 1 or sources[0].type != "file":
+                source.skipped.append(Skip(path, "malformed_row", f"{origin}: its audio is not a single file"))
+                continue
+            audio = _absolute(path.parent / str(sources[0].source))
+            if cut.start > 0 or abs(cut.duration - recording.duration) > 1e-3:
+                detail = f"{origin}: a {cut.duration:.2f} s segment of a longer recording; train on the CutSet directly"
+                source.skipped.append(Skip(audio, "segment", detail))
+                continue
+            texts = [s.text for s in cut.supervisions if s.text]
+            speakers = {s.speaker for s in cut.supervisions if s.speaker}
+            speaker = speakers.pop() if len(speakers) == 1 else None
+            source.rows.append(SourceRow(audio, _clean(" ".join(texts)), speaker, origin))
+    except (ValueError, KeyError, TypeError, OSError) as err:
+        raise ValueError(f"input {path} is not a readable Lhotse CutSet: {err}".replace("\n", " ")) from None
     return source
 
 

@@ -3,11 +3,14 @@
 `prepare(INPUT, OUT_DIR)` reads INPUT in one of the layouts of `f5lite.prepare.layouts` (an F5-TTS
 `metadata.csv`, an LJSpeech folder, or a folder of audio files with `.txt`/`.lab` transcripts) and writes to OUT_DIR:
 
-- `manifest.jsonl`: the kept utterances (see `f5lite.data.manifest`);
+- `cuts.jsonl.gz`: the kept utterances as a Lhotse CutSet, one cut each in input order (see `f5lite.data.cuts`):
+  the audio file with its exact sample count, the transcript and speaker, the transcript's `token_ids` in the
+  `vocab.txt` written beside it, the 24 kHz mel `frames`, and with a mel cache `mel_path` and `mel_type`;
 - `vocab.txt`: built from the data, or a pretrained vocab with the data's new tokens appended;
 - `report.json`: the counts, and every skipped item with its reason code and a one-line detail;
 - `mels/` when asked: each kept utterance's 24 kHz log-mel (see `f5lite.data.mel_cache`), so training need not
-  decode audio.
+  decode audio;
+- with `shar`, Lhotse Shar shards of the kept cuts in another directory (see `f5lite.prepare.shar`).
 
 A bad file never stops the run: it is reported and left out. Re-running gives the same files (no timestamps, fixed
 order), every output is replaced atomically, and the source audio is only ever read. The command line around this
@@ -16,40 +19,39 @@ is `f5lite.prepare.cli`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import logging
 import os
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-import torch
-from tqdm import tqdm
+from lhotse import MonoCut
 
 from f5lite.atomic import write_json_atomic, write_text_atomic
 from f5lite.audio import log_mel
 from f5lite.audio.mel import check_mel_kind
-from f5lite.data.manifest import (
-    DURATION_DECIMALS,
-    MANIFEST_NAME,
-    MEL_DIR_NAME,
-    REPORT_NAME,
-    VOCAB_NAME,
-    ManifestRow,
-    portable_path,
-    write_manifest,
-)
+from f5lite.data.cuts import CUTS_NAME, cut_id_for, make_cut, portable_source, write_cuts
+from f5lite.data.manifest import MEL_DIR_NAME, REPORT_NAME, VOCAB_NAME
 from f5lite.data.mel_cache import mel_cache_path, write_mel
 from f5lite.prepare.checks import Limits, check_audio, check_speaking_rate, check_text
 from f5lite.prepare.layouts import SourceRow, read_source
-from f5lite.prepare.ownership import FIXED_OUTPUTS, check_targets, owned_by_earlier_run, remove_leftovers
+from f5lite.prepare.ownership import (
+    FIXED_OUTPUTS,
+    LEGACY_OUTPUTS,
+    check_targets,
+    owned_by_earlier_run,
+    remove_leftovers,
+)
+from f5lite.prepare.shar import DEFAULT_SHARD_SIZE, SharItem, check_shar_target, write_shar
 from f5lite.prepare.skips import SKIP_REASONS, Skip
 from f5lite.prepare.vocab_builder import VocabResult, build_vocab
-from f5lite.text import TOKENIZER_NAMES, Tokenizer, get_tokenizer, load_vocab
+from f5lite.prepare.workers import map_in_workers
+from f5lite.text import TOKENIZER_NAMES, TextEncoder, Tokenizer, Vocab, get_tokenizer, load_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
 
 
@@ -65,6 +67,8 @@ class PrepareOptions:
         mels: Write the log-mel cache.
         mel_type: Mel convention of the cache and of the `frames` counts: "vocos" or "bigvgan".
         workers: Processes that check files in parallel; 1 checks them in this process.
+        shar: A directory to write Lhotse Shar shards of the kept cuts into (see `f5lite.prepare.shar`), or None.
+        shard_size: Cuts per Shar shard.
     """
 
     tokenizer: str = "char"
@@ -74,6 +78,8 @@ class PrepareOptions:
     mels: bool = False
     mel_type: str = "vocos"
     workers: int = 1
+    shar: Path | None = None
+    shard_size: int = DEFAULT_SHARD_SIZE
 
     def __post_init__(self) -> None:
         if self.tokenizer not in TOKENIZER_NAMES:
@@ -85,6 +91,8 @@ class PrepareOptions:
         check_mel_kind(self.mel_type)
         if self.workers < 1:
             raise ValueError(f"workers={self.workers} is not valid; it must be >= 1")
+        if self.shard_size < 1:
+            raise ValueError(f"shard_size={self.shard_size} is not valid; it must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -92,14 +100,16 @@ class PrepareResult:
     """What `prepare` wrote.
 
     Attributes:
-        rows: The manifest rows (empty when nothing was kept and no manifest was written).
+        cuts: The kept utterances as written to `cuts.jsonl.gz` (empty when nothing was kept and none was written).
         skipped: Every item left out, in input order.
         report: The content of `report.json`.
+        shar_shards: How many Shar shards were written (0 without `shar`).
     """
 
-    rows: list[ManifestRow]
+    cuts: list[MonoCut]
     skipped: list[Skip]
     report: dict[str, Any]
+    shar_shards: int = 0
 
 
 @dataclass(frozen=True)
@@ -114,8 +124,15 @@ class _Settings:
 
 @dataclass(frozen=True)
 class _Kept:
-    row: ManifestRow
+    """A row that passed every audio check, with what its cut records."""
+
+    row: SourceRow
     tokens: tuple[str, ...]
+    sample_rate: int
+    num_samples: int
+    channels: int
+    frames: int
+    mel_path: Path | None
 
 
 def prepare(
@@ -125,7 +142,7 @@ def prepare(
     *,
     progress: bool = False,
 ) -> PrepareResult:
-    """Check every utterance of a dataset and write `manifest.jsonl`, `vocab.txt`, `report.json` (and mels).
+    """Check every utterance of a dataset and write `cuts.jsonl.gz`, `vocab.txt`, `report.json` (and mels, Shar).
 
     Args:
         input_path: A metadata CSV, an LJSpeech folder or a folder of audio files with transcripts.
@@ -134,27 +151,35 @@ def prepare(
         progress: Show a progress bar on a terminal.
 
     Returns:
-        The kept rows, the skipped items and the report. When nothing was kept only `report.json` is written
-        and a `manifest.jsonl` left by an earlier run is removed, so no stale manifest is trained on.
+        The kept cuts, the skipped items and the report. When nothing was kept only `report.json` is written
+        and the cuts (or manifest) an earlier run left are removed, so no stale cuts are trained on; a Shar
+        directory of an earlier run is then emptied.
 
     Raises:
-        ValueError: The input cannot be read at all, the vocab file is invalid, or OUT_DIR is a file.
+        ValueError: The input cannot be read at all, the vocab file is invalid, OUT_DIR is a file, or a file of
+            someone else's is where an output would go.
         ImportError: The pinyin tokenizer without the `zh` extra.
         OSError: An output cannot be written.
     """
     options = options or PrepareOptions()
     out = Path(os.path.abspath(out_dir))
+    source_path = Path(os.path.abspath(input_path))
     if out.exists() and not out.is_dir():
         raise ValueError(f"output {out} exists and is not a directory")
     base_vocab = load_vocab(options.vocab) if options.vocab is not None else None
     get_tokenizer(options.tokenizer)  # a missing zh extra is reported before any work starts
+    shar_dir = None if options.shar is None else Path(os.path.abspath(options.shar))
     mel_dir = out / MEL_DIR_NAME
-    source = read_source(input_path, ignore={out / MANIFEST_NAME, out / VOCAB_NAME, out / REPORT_NAME, mel_dir})
+    ignore = {out / name for name in (*FIXED_OUTPUTS, *LEGACY_OUTPUTS)} | {mel_dir}
+    source = read_source(input_path, ignore=ignore | ({shar_dir} if shar_dir is not None else set()))
     owned = owned_by_earlier_run(out)
-    targets = [out / name for name in FIXED_OUTPUTS]
+    # The legacy manifest is a target too: this run removes it, so one that is not ours stops the run here.
+    targets = [out / name for name in (*FIXED_OUTPUTS, *LEGACY_OUTPUTS)]
     if options.mels:
         targets += [mel_cache_path(mel_dir, row.audio_path, options.mel_type) for row in source.rows]
     check_targets(out, targets, owned)  # before any work: nothing of anyone else's is ever replaced
+    if shar_dir is not None:
+        check_shar_target(shar_dir, out, source_path)
     out.mkdir(parents=True, exist_ok=True)
 
     settings = _Settings(options.tokenizer, options.limits, options.mel_type, mel_dir if options.mels else None)
@@ -167,7 +192,7 @@ def prepare(
         else:
             skipped.append(problem)
     kept: list[_Kept] = []
-    for outcome in _run(jobs, settings, options.workers, progress):
+    for outcome in map_in_workers(_examine, jobs, settings, workers=options.workers, progress=progress):
         if isinstance(outcome, Skip):
             skipped.append(outcome)
         else:
@@ -178,59 +203,34 @@ def prepare(
         vocab = build_vocab((k.tokens for k in kept), base_vocab, fixed=options.fixed_vocab)
         if options.fixed_vocab:
             kept = _skip_unknown_tokens(kept, vocab, skipped)
-    rows = [k.row for k in kept]
+    cuts = _cuts(kept, out, _encoder(options.tokenizer, vocab, base_vocab, out), options.mel_type)
     written = {out / REPORT_NAME}
-    if rows:
+    if cuts:
         if vocab is not None:
             # The tokens come from a loaded vocab or from text split at white space, so none holds a line break;
             # write_vocab would only warn again, under the temporary file's name, about the base's duplicate rows.
             write_text_atomic(out / VOCAB_NAME, "".join(f"{token}\n" for token in vocab.tokens))
             written.add(out / VOCAB_NAME)
-        write_manifest(out / MANIFEST_NAME, rows)
-        written.add(out / MANIFEST_NAME)
+        write_cuts(out / CUTS_NAME, cuts)
+        written.add(out / CUTS_NAME)
     outputs = sorted(p.name for p in written)
-    report = _report(Path(os.path.abspath(input_path)), out, source.layout, rows, skipped, options, vocab, outputs)
-    # A run that keeps nothing removes the manifest it left before, so no stale manifest is trained on.
-    remove_leftovers(owned, written | {r.mel_path for r in rows if r.mel_path is not None}, mel_dir)
+    report = _report(source_path, out, source.layout, cuts, skipped, options, vocab, outputs)
+    # A run that keeps nothing removes the cuts it left before, so no stale cuts are trained on.
+    remove_leftovers(owned, written | {k.mel_path for k in kept if k.mel_path is not None}, mel_dir)
     write_json_atomic(out / REPORT_NAME, report)
-    return PrepareResult(rows, skipped, report)
-
-
-def _run(jobs: list[SourceRow], settings: _Settings, workers: int, progress: bool) -> Iterator[_Kept | Skip]:
-    bar = tqdm(total=len(jobs), desc="f5lite-prepare", unit="file", disable=None if progress else True)
-    with bar:
-        if workers == 1 or len(jobs) < 2:
-            for row in jobs:
-                yield _examine(row, settings)
-                bar.update()
-            return
-        # spawn, not fork: the caller may already run torch threads, which a forked child would inherit broken.
-        context = get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(settings,)) as pool:
-            chunk = max(1, min(64, len(jobs) // (workers * 8)))
-            try:
-                for outcome in pool.map(_examine_in_worker, jobs, chunksize=chunk):
-                    yield outcome
-                    bar.update()
-            except BrokenProcessPool as err:
-                # A worker killed from outside (out of memory) or crashed inside a decoder: say how to find the file.
-                raise OSError(
-                    f"a worker process died ({err}); run again with --workers 1 to see on which file"
-                ) from err
-
-
-_worker_settings: _Settings | None = None
-
-
-def _init_worker(settings: _Settings) -> None:
-    global _worker_settings
-    _worker_settings = settings
-    torch.set_num_threads(1)  # the workers are the parallelism; intra-op threads would oversubscribe the cores
-
-
-def _examine_in_worker(row: SourceRow) -> _Kept | Skip:
-    assert _worker_settings is not None, "worker used without _init_worker"
-    return _examine(row, _worker_settings)
+    shards = 0
+    if shar_dir is not None and (cuts or shar_dir.exists()):
+        items = [SharItem(cut, k.row.audio_path, k.mel_path) for cut, k in zip(cuts, kept, strict=True)]
+        vocab_path = out / VOCAB_NAME if vocab is not None else None
+        shards = write_shar(
+            shar_dir,
+            items,
+            shard_size=options.shard_size,
+            vocab_path=vocab_path,
+            workers=options.workers,
+            progress=progress,
+        )
+    return PrepareResult(cuts, skipped, report, shards)
 
 
 def _examine(row: SourceRow, settings: _Settings) -> _Kept | Skip:
@@ -249,17 +249,15 @@ def _examine(row: SourceRow, settings: _Settings) -> _Kept | Skip:
             write_mel(mel_path, log_mel(audio.waveform[None], settings.mel_type)[0])
     except Exception as err:  # a decoder bug or an out-of-memory on one odd file must not end a long run
         return Skip(row.audio_path, "unreadable", f"{type(err).__name__}: {err}")
-    manifest_row = ManifestRow(
-        audio_path=row.audio_path,
-        text=row.text,
-        duration=round(audio.duration, DURATION_DECIMALS),
-        frames=audio.frames,
+    return _Kept(
+        row=row,
+        tokens=tuple(tokens),
         sample_rate=audio.sample_rate,
-        speaker=row.speaker,
+        num_samples=audio.num_samples,
+        channels=audio.channels,
+        frames=audio.frames,
         mel_path=mel_path,
-        mel_type=settings.mel_type if mel_path is not None else None,
     )
-    return _Kept(manifest_row, tuple(tokens))
 
 
 @functools.cache
@@ -275,41 +273,108 @@ def _skip_unknown_tokens(kept: list[_Kept], vocab: VocabResult, skipped: list[Sk
         if unknown:
             listed = ", ".join(repr(t) for t in unknown)
             skipped.append(Skip(item.row.audio_path, "unknown_chars", f"not in the given vocab: {listed}"))
+            if item.mel_path is not None:
+                # No cut names this mel, so the next run would not know it as ours and would refuse to replace it.
+                item.mel_path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # the sub-folder stays when other mels are in it
+                    item.mel_path.parent.rmdir()
         else:
             usable.append(item)
     return usable
+
+
+def _encoder(tokenizer: str, vocab: VocabResult | None, base: Vocab | None, out: Path) -> TextEncoder:
+    """The encoder training will use with the `vocab.txt` this run writes, so the recorded ids are its ids."""
+    if vocab is None:
+        return TextEncoder(tokenizer)
+    if base is not None and base.tokens == vocab.tokens:
+        return TextEncoder(tokenizer, base)
+    with _quiet(logging.getLogger(Vocab.__module__)):  # the base's duplicate rows were warned about on loading
+        written = Vocab(vocab.tokens, source=str(out / VOCAB_NAME))
+    return TextEncoder(tokenizer, written)
+
+
+@contextlib.contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    def drop(_: logging.LogRecord) -> bool:
+        return False
+
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
+def _cuts(kept: list[_Kept], out: Path, encoder: TextEncoder, mel_type: str) -> list[MonoCut]:
+    taken: set[str] = set()
+    cuts = []
+    for item in kept:
+        # The tokens counted into the vocab are encoded as they are (pinyin is not converted a second time); the
+        # byte tokenizer keeps none, and encodes the text itself.
+        encoded = encoder.encode([list(item.tokens) if encoder.vocab is not None else item.row.text])
+        token_ids = encoded.ids[0, : int(encoded.lengths[0])].tolist()
+        cuts.append(
+            make_cut(
+                _unique_id(item.row.audio_path, out, taken),
+                portable_source(item.row.audio_path, out),
+                sample_rate=item.sample_rate,
+                num_samples=item.num_samples,
+                channels=item.channels,
+                text=item.row.text,
+                speaker=item.row.speaker,
+                token_ids=token_ids,
+                frames=item.frames,
+                mel_path=None if item.mel_path is None else portable_source(item.mel_path, out),
+                mel_type=mel_type if item.mel_path is not None else None,
+            )
+        )
+    return cuts
+
+
+def _unique_id(audio_path: Path, out: Path, taken: set[str]) -> str:
+    """The cut id of `cut_id_for`, unless another file already has it (`a.wav` and `a.flac`): then the full path."""
+    for candidate in (cut_id_for(audio_path, out), portable_source(audio_path, out)):
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+    # Both taken (`a.wav.flac` has the id `a.wav`, the path of another file): a hash of the path, unique.
+    candidate = "x" + hashlib.sha1(str(audio_path).encode()).hexdigest()[:16]
+    taken.add(candidate)
+    return candidate
 
 
 def _report(
     input_path: Path,
     out: Path,
     layout: str,
-    rows: list[ManifestRow],
+    cuts: list[MonoCut],
     skipped: list[Skip],
     options: PrepareOptions,
     vocab: VocabResult | None,
     outputs: list[str],
 ) -> dict[str, Any]:
     by_reason = Counter(s.reason for s in skipped)
+    speakers = Counter(s.speaker for cut in cuts for s in cut.supervisions if s.speaker is not None)
     vocab_report = None
     if vocab is not None:
         vocab_report = {
             "tokenizer": options.tokenizer,
             "size": len(vocab.tokens),
-            "base": None if options.vocab is None else portable_path(Path(os.path.abspath(options.vocab)), out),
+            "base": None if options.vocab is None else portable_source(Path(os.path.abspath(options.vocab)), out),
             "fixed": options.fixed_vocab,
             "added": list(vocab.added),
             "missing": dict(sorted(vocab.missing.items())),
         }
     return {
-        "input": portable_path(input_path, out),
+        "input": portable_source(input_path, out),
         "layout": layout,
-        "kept": len(rows),
-        "kept_seconds": round(sum(r.duration for r in rows), 3),
-        "speakers": dict(sorted(Counter(r.speaker for r in rows if r.speaker is not None).items())),
+        "kept": len(cuts),
+        "kept_seconds": round(sum(cut.duration for cut in cuts), 3),
+        "speakers": dict(sorted(speakers.items())),
         "skipped_count": len(skipped),
         "skipped_by_reason": {reason: by_reason[reason] for reason in SKIP_REASONS if by_reason[reason]},
-        "skipped": [{"path": portable_path(s.path, out), "reason": s.reason, "detail": s.detail} for s in skipped],
+        "skipped": [{"path": portable_source(s.path, out), "reason": s.reason, "detail": s.detail} for s in skipped],
         "vocab": vocab_report,
         "settings": {
             "min_seconds": options.limits.min_seconds,

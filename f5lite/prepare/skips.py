@@ -8,6 +8,7 @@ from typing import Literal, get_args
 
 SkipReason = Literal[
     "malformed_row",
+    "segment",
     "no_transcript",
     "duplicate",
     "empty_text",
@@ -28,7 +29,7 @@ SKIP_REASONS: tuple[SkipReason, ...] = get_args(SkipReason)
 
 @dataclass(frozen=True)
 class Skip:
-    """One item left out of the manifest.
+    """One item left out of the prepared cuts.
 
     Attributes:
         path: The audio file the item names (for an unparsable metadata line: the metadata file).

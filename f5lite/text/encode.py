@@ -117,14 +117,18 @@ class TextEncoder:
             raise ValueError("cannot encode an empty batch")
         unknown: Counter[str] = Counter()
         rows = [self._to_ids(self._tokens_of(item), unknown) for item in texts]
-
-        ids = torch.full((len(rows), max(1, *map(len, rows))), PAD_ID, dtype=torch.int64)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = torch.tensor(row, dtype=torch.int64)
-        lengths = torch.tensor([len(row) for row in rows], dtype=torch.int64)
+        ids, lengths = pad_ids(rows)
         if unknown and self._vocab is not None:
             _warn_unknown(unknown, self._vocab.source)
         return EncodedText(ids=ids, lengths=lengths, unknown=unknown)
+
+    def ids(self, item: str | Sequence[str]) -> list[int]:
+        """One text (raw, or already tokenized) as ids; unknown tokens become id 0 and are warned about."""
+        unknown: Counter[str] = Counter()
+        row = self._to_ids(self._tokens_of(item), unknown)
+        if unknown and self._vocab is not None:
+            _warn_unknown(unknown, self._vocab.source)
+        return row
 
     def _tokens_of(self, item: str | Sequence[str]) -> list[str]:
         if isinstance(item, str):
@@ -147,6 +151,14 @@ class TextEncoder:
                 token_id = UNKNOWN_ID
             row.append(token_id)
         return row
+
+
+def pad_ids(rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of ids as a right-padded `[b, nt]` int64 tensor (-1 padding, `nt` at least 1) and their lengths `[b]`."""
+    ids = torch.full((len(rows), max(1, *map(len, rows))), PAD_ID, dtype=torch.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.as_tensor(row, dtype=torch.int64)
+    return ids, torch.tensor([len(row) for row in rows], dtype=torch.int64)
 
 
 def _warn_unknown(unknown: Counter[str], vocab_source: str) -> None:

@@ -181,7 +181,7 @@ class Trainer:
             assert ckpt is not None
             self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]), calls=self.update)
         self.data.sampler.load_state_dict(meta["sampler"])
-        self._consumed = int(meta["sampler"]["offset"])
+        self._consumed = self.data.sampler.position  # rounds of this epoch already used (0 after a change of ranks)
         self.applied.fill_(int(meta["applied"]))
         self.bad_total.fill_(int(meta["bad_total"]))
         self.bad_streak.fill_(int(meta["bad_streak"]))
