@@ -18,7 +18,7 @@ Each configuration (input x `--workers`) runs in its own process, so that its me
 (`VmHWM` from `/proc/PID/status`) of the main process and of each worker (the main process's children, read at the
 end of the iteration before the loader shuts them down). Configurations are interleaved over `--rounds` rounds and
 each keeps its median round (a VM's speed drifts). One JSON line per configuration is printed, and
-`scripts/results/data_<device>.json` and `.md` are written:
+`scripts/results/data_cpu.json` and `.md` are written:
 
     python scripts/bench_data.py                          # all inputs, 0/1/2 workers, 3 rounds (minutes)
     python scripts/bench_data.py --quick --out-dir /tmp/x # seconds: a small budget, few batches, one round
@@ -32,6 +32,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,12 +58,13 @@ REFERENCE_STEP_S = 0.4
 _MARGIN, _BUCKETS = 1.25, 20
 
 PROFILES = {
-    # dit_base's budget, 30 timed batches after 4 (covers the first batch of each of 2 workers and the prefetch).
+    # dit_base's budget; 60 timed batches after 6 untimed ones, in which the workers start, read their first
+    # batches and fill their prefetch queues (2 batches each), which the timed ones then start from.
     "full": {
         "frames_per_gpu": 38400,
         "max_samples": 64,
-        "batches": 30,
-        "warmup": 4,
+        "batches": 60,
+        "warmup": 6,
         "clips": 200,
         "rounds": 3,
         "audio_rate": 22050,
@@ -109,6 +111,16 @@ def children(pid: int | str = "self") -> list[int]:
         except OSError:
             continue
     return sorted(found)
+
+
+def cpu_seconds(pid: int | str = "self") -> float | None:
+    """User + system CPU seconds a process has used so far, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # After the command name: fields 14 and 15 of proc(5), utime and stime, in clock ticks.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def forked_children() -> list[int]:
@@ -260,6 +272,7 @@ def measure(
     from f5lite.config.schema import DataConfig
     from f5lite.data.loader import build_train_data
 
+    load = os.getloadavg()[0]  # other work on the machine: the timings are only as good as it is idle
     start = time.perf_counter()
     cfg = DataConfig(dir=str(path), frames_per_gpu=frames_per_gpu, max_samples=max_samples, num_workers=workers)
     data = build_train_data(cfg, seed=0)
@@ -270,6 +283,7 @@ def measure(
         for i in range(warmup + batches):
             if i == warmup:
                 warm = time.perf_counter()
+                cpu_start = {pid: cpu_seconds(pid) for pid in [os.getpid(), *forked_children()]}
             batch = next(loader, None)
             if i == 0:
                 first = time.perf_counter()
@@ -279,12 +293,16 @@ def measure(
                 frames += int(batch.mel_lengths.sum())
                 cuts += len(batch.paths)
         end = time.perf_counter()
+        cpu_end = {pid: cpu_seconds(pid) for pid in [os.getpid(), *forked_children()]}
         # High-water marks, read while the workers still live (closing the loader ends them).
         worker_peaks = [peak_rss(pid) for pid in forked_children()]
         main_peak = peak_rss()
     finally:
         data.close_workers()
     measured = end - warm
+    # CPU time of the main process and the workers over the timed batches: unlike the rates, it hardly depends on
+    # what else runs on the machine.
+    cpu = sum(v - (cpu_start.get(pid) or 0.0) for pid, v in cpu_end.items() if v is not None)
     audio_s = frames * HOP_LENGTH / SAMPLE_RATE
     return {
         "kind": kind,
@@ -302,6 +320,9 @@ def measure(
         "audio_s": audio_s,
         "batches_per_s": batches / measured,
         "audio_s_per_s": audio_s / measured,
+        "cpu_s": cpu,
+        "audio_s_per_cpu_s": audio_s / cpu if cpu > 0 else None,
+        "load_before": load,
         "main_peak_rss": main_peak,
         "worker_peak_rss": [p for p in worker_peaks if p is not None],
     }
@@ -346,6 +367,8 @@ def write_results(result: dict[str, object], out_dir: Path) -> None:
     need = reference_audio_s_per_s()
     ref_audio = REFERENCE_FRAMES * HOP_LENGTH / SAMPLE_RATE
     gb = 1e9
+    ok = [r for r in records if "error" not in r]
+    per_batch = statistics.mean(float(r["audio_s"]) / int(r["batches"]) for r in ok) if ok else 0.0  # type: ignore[arg-type, call-overload]
     lines = [
         "# Training data loader throughput and memory (CPU)",
         "",
@@ -357,21 +380,31 @@ def write_results(result: dict[str, object], out_dir: Path) -> None:
         f"round(s), each configuration in its own process. Audio input: Ogg Vorbis at {settings['audio_rate']} Hz. "
         "Files come from the page cache (the same clips again and again): this is the loader's CPU cost.",
         "",
-        "| input | workers | first batch (s) | batches/s | audio s/s | utterances/batch | share of one GPU's need | "
-        "main peak (GB) | worker peaks (GB) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| input | workers | first batch (s) | batches/s | audio s/s | share of one GPU's need | audio s per CPU s "
+        "| load | main peak (GB) | worker peaks (GB) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in records:
         name = KIND_NAMES.get(str(r["kind"]), str(r["kind"]))
         if "error" in r:
-            lines.append(f"| {name} | {r['workers']} | failed: {r['error']} | | | | | | |")
+            lines.append(f"| {name} | {r['workers']} | failed: {r['error']} |" + " |" * 7)
             continue
         workers = ", ".join(f"{int(p) / gb:.2f}" for p in r["worker_peak_rss"]) or "-"  # type: ignore[attr-defined]
-        lines.append(
-            f"| {name} | {r['workers']} | {float(r['first_batch_s']):.2f} | {float(r['batches_per_s']):.2f} | {float(r['audio_s_per_s']):.0f} | "  # type: ignore[arg-type]
-            f"{int(r['cuts']) / int(r['batches']):.0f} | {float(r['audio_s_per_s']) / need:.2f} | "  # type: ignore[call-overload]
-            f"{int(r['main_peak_rss']) / gb:.2f} | {workers} |"  # type: ignore[call-overload]
-        )
+        rate = float(r["audio_s_per_s"])  # type: ignore[arg-type]
+        per_cpu = r.get("audio_s_per_cpu_s")
+        cells = [
+            name,
+            str(r["workers"]),
+            f"{float(r['first_batch_s']):.2f}",  # type: ignore[arg-type]
+            f"{float(r['batches_per_s']):.2f}",  # type: ignore[arg-type]
+            f"{rate:.0f}",
+            f"{rate / need:.2f}",
+            "-" if per_cpu is None else f"{float(per_cpu):.0f}",  # type: ignore[arg-type]
+            f"{float(r['load_before']):.1f}",  # type: ignore[arg-type]
+            f"{int(r['main_peak_rss']) / gb:.2f}",  # type: ignore[call-overload]
+            workers,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         f"Reference (not measured here): a dit_base step takes `frames_per_gpu=38400` frames per GPU, "
@@ -379,7 +412,13 @@ def write_results(result: dict[str, object], out_dir: Path) -> None:
         f"{REFERENCE_STEP_S} s per step one GPU consumes about {need:.0f} s of audio per second. \"Share of one GPU's "
         'need" is the measured audio s/s over that figure: below 1, the loader (with these workers on this '
         "machine) cannot keep one GPU busy. The demo clips are short (about 3 s), so `max_samples` caps a batch "
-        "well below 410 s of audio; compare audio s/s, not batches/s, with a GPU step.",
+        f"well below {ref_audio:.0f} s of audio (about {per_batch:.0f} s here); compare audio s/s, not batches/s, "
+        "with a GPU step.",
+        "",
+        '"Audio s per CPU s" divides the audio of the timed batches by the CPU time the main process and the '
+        "workers used meanwhile: the loader's cost, which depends much less than the rates on other work on the "
+        'machine (busy-waiting thread pools still count). "Load" is the 1-minute load average when the '
+        "configuration started.",
         "",
         '"First batch" counts from calling `build_train_data` (worker start-up included). A worker\'s peak RSS '
         "includes the pages it shares with the main process since the fork (copy-on-write), so main + workers "
@@ -420,8 +459,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--quick", action="store_true", help="a small budget, few batches, one round: seconds")
     add("--frames-per-gpu", type=int, help="frame budget of a batch (default 38400, dit_base; quick 4000)")
     add("--max-samples", type=int, help="utterances per batch at most (default 64; quick 8)")
-    add("--batches", type=int, help="timed batches (default 30; quick 3)")
-    add("--warmup", type=int, help="untimed batches first (default 4; quick 1)")
+    add("--batches", type=int, help="timed batches (default 60; quick 3)")
+    add("--warmup", type=int, help="untimed batches first (default 6; quick 1)")
     add("--rounds", type=int, help="runs of every configuration, interleaved (default 3; quick 1)")
     add("--clips", type=int, help="demo clips used, at most 200 (default 200; quick 24)")
     add("--copies", type=int, help="times the clips are repeated (default: enough for the batches)")

@@ -14,23 +14,23 @@ optimizer update completes and to read the peak RSS (`VmHWM`) of the main proces
 children) after every update, before the loader is shut down. Measured per run: seconds from launching the process
 to the end of the first update (split into imports, `Trainer(...)`, waiting for the first batch, the update), and
 the peak RSS of every process. The goals: training starts within 60 s, and no process peaks more than 1 GB higher
-with N cuts than with 1,000. The results go to `scripts/results/scale_<device>.json` and `.md`.
+with N cuts than with 1,000. The results go to `scripts/results/scale_cpu.json` and `.md`.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import date
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -42,61 +42,21 @@ MEMORY_GOAL_BYTES = 1_000_000_000
 _T0 = "F5LITE_SCALE_T0"  # the parent's wall clock at launch, handed to the child
 
 
-# ---------------------------------------------------------------------------------------------- /proc readings
+def _sibling(name: str) -> ModuleType:
+    """Another script of this folder, loaded from its file (`scripts` is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"_f5lite_{name}", HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def peak_rss(pid: int | str = "self") -> int | None:
-    """`VmHWM` (peak resident set) of a process in bytes, or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
-def children(pid: int | str = "self") -> list[int]:
-    """The live child processes of a process (DataLoader workers are forked children of the main process)."""
-    found: set[int] = set()
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as listing:
-                found.update(int(p) for p in listing.read().split())
-        except OSError:
-            continue
-    return sorted(found)
-
-
-def machine() -> dict[str, object]:
-    """The CPU, its cores, the library versions and the date: where the numbers come from."""
-    import lhotse
-    import torch
-
-    names = []
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
-    return {
-        "cpu": names[0] if names else platform.processor() or "CPU",
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "lhotse": lhotse.__version__,
-        "date": date.today().isoformat(),
-    }
-
-
-def machine_line(info: dict[str, object]) -> str:
-    return (
-        f"{info['cpu']}, {info['cores']} cores; Python {info['python']}, torch {info['torch']}, "
-        f"lhotse {info['lhotse']}; {info['date']}"
-    )
+# The /proc readings and the machine description are bench_data.py's (it imports nothing heavy at load time).
+_bench_data = _sibling("bench_data")
+peak_rss = _bench_data.peak_rss
+forked_children = _bench_data.forked_children
+machine = _bench_data.machine
+machine_line = _bench_data.machine_line
 
 
 # ------------------------------------------------------------------------------------------------- the cuts
@@ -163,15 +123,16 @@ def cuts_file(n: int, cache: Path) -> tuple[Path, float]:
 def child(record_path: Path, overrides: list[str]) -> int:
     """Run `python -m f5lite.train OVERRIDES` with `Trainer` instrumented; write the measurements as JSON."""
     launched = float(os.environ.get(_T0, time.time()))
-    marks: dict[str, float] = {}
+    marks: dict[str, float] = {}  # seconds from launch
     peaks: dict[int, int] = {}  # pid -> VmHWM; the main process under its own pid
+    after_init: list[int] = []  # the main process's VmHWM once `Trainer(...)` is done (before any worker starts)
 
     def mark(name: str) -> None:
         marks.setdefault(name, time.time() - launched)
 
     def sample() -> None:
         # VmHWM only grows: the last reading of a process is its peak so far. Workers live until `fit` ends.
-        for pid in [os.getpid(), *children()]:
+        for pid in [os.getpid(), *forked_children()]:
             value = peak_rss(pid)
             if value is not None:
                 peaks[pid] = max(peaks.get(pid, 0), value)
@@ -185,7 +146,7 @@ def child(record_path: Path, overrides: list[str]) -> int:
     def timed_init(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         init(self, *args, **kwargs)
         mark("trainer_ready_s")
-        marks["main_rss_after_init"] = float(peak_rss() or 0)
+        after_init.append(peak_rss() or 0)
 
     def timed_update(self, batches):  # type: ignore[no-untyped-def]
         mark("first_batch_s")
@@ -202,7 +163,9 @@ def child(record_path: Path, overrides: list[str]) -> int:
     record = {
         "exit_code": code,
         **marks,
-        "main_peak_rss": peaks.get(main_pid, peak_rss() or 0),
+        # The whole run's peak (the final checkpoint and export included: they do not depend on the cuts).
+        "main_peak_rss": max(peaks.get(main_pid, 0), peak_rss() or 0),
+        "main_peak_rss_after_init": after_init[0] if after_init else None,
         "worker_peak_rss": [peaks[pid] for pid in sorted(peaks) if pid != main_pid],
     }
     record_path.write_text(json.dumps(record))
@@ -254,7 +217,7 @@ def compare(small: dict[str, object], large: dict[str, object]) -> dict[str, obj
 
 
 def write_results(result: dict[str, object], out_dir: Path) -> None:
-    """`scale_<device>.json` and a markdown table `scale_<device>.md` under `out_dir`."""
+    """`scale_cpu.json` and a markdown table `scale_cpu.md` under `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scale_cpu.json").write_text(json.dumps(result, indent=1) + "\n")
     runs: list[dict[str, object]] = result["runs"]  # type: ignore[assignment]
@@ -266,19 +229,21 @@ def write_results(result: dict[str, object], out_dir: Path) -> None:
         "",
         f"`debug_tiny` recipe, {result['workers']} loader workers, {result['updates']} updates; the cuts cycle over "
         "a few demo utterances (`f5lite-prepare`'s fields: token ids, frames). Times are seconds from launching "
-        "the process; peaks are `VmHWM`.",
+        'the process; peaks are `VmHWM`. "Written in": seconds spent writing the CutSet (0: reused from an '
+        'earlier run). "Load": the machine\'s 1-minute load average at launch.',
         "",
-        "| cuts | file (MB) | imports (s) | `Trainer()` ready (s) | first batch (s) | first update (s) | "
-        "main peak (GB) | worker peaks (GB) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| cuts | file (MB) | written in (s) | load | imports (s) | `Trainer()` ready (s) | first batch (s) | "
+        "first update (s) | main peak (GB) | worker peaks (GB) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for run in runs:
         if "error" in run:
-            lines.append(f"| {run['cuts']:,} | | failed: {run['error']} | | | | | |")
+            lines.append(f"| {run['cuts']:,} | | | | failed: {run['error']} | | | | | |")
             continue
         workers = ", ".join(f"{int(w) / gb:.2f}" for w in run["worker_peak_rss"])  # type: ignore[attr-defined]
         lines.append(
-            f"| {run['cuts']:,} | {int(run['file_bytes']) / 1e6:.2f} | {float(run['imported_s']):.1f} | "  # type: ignore[call-overload, arg-type]
+            f"| {run['cuts']:,} | {int(run['file_bytes']) / 1e6:.2f} | "  # type: ignore[call-overload]
+            f"{float(run['write_s']):.0f} | {float(run['load_before']):.1f} | {float(run['imported_s']):.1f} | "  # type: ignore[arg-type]
             f"{float(run['trainer_ready_s']):.1f} | {float(run['first_batch_s']):.1f} | "  # type: ignore[arg-type]
             f"{float(run['first_update_s']):.1f} | {int(run['main_peak_rss']) / gb:.2f} | {workers} |"  # type: ignore[call-overload, arg-type]
         )
@@ -318,6 +283,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     for n in (args.baseline, args.cuts):
         path, wrote_s = cuts_file(n, args.cache_dir)
         record = {"cuts": n, "file": str(path), "file_bytes": path.stat().st_size, "write_s": wrote_s}
+        record["load_before"] = os.getloadavg()[0]  # other work on the machine slows the start-up
         record |= train_on(path, args)
         print(json.dumps(record), flush=True)
         runs.append(record)

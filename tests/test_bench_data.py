@@ -37,6 +37,10 @@ def test_bench_data_quick_records_and_files(tmp_path: Path, capsys: pytest.Captu
         assert r["audio_s"] == pytest.approx(r["frames"] * 256 / 24000)
         assert r["audio_s_per_s"] == pytest.approx(r["frames"] * 256 / 24000 / r["measured_s"])
         assert r["batches_per_s"] == pytest.approx(r["batches"] / r["measured_s"])
+        if r["audio_s_per_cpu_s"] is not None:  # None when the batches took less than a clock tick of CPU
+            assert r["audio_s_per_cpu_s"] == pytest.approx(r["audio_s"] / r["cpu_s"])
+        assert r["cpu_s"] >= 0 and r["load_before"] >= 0
+        assert 0 < r["first_batch_s"] <= r["build_s"] + r["warmup_s"] + 1e-6
         # Each batch keeps to the budget (Lhotse may pass it by one frame per utterance).
         assert 0 < r["cuts"] <= r["batches"] * r["max_samples"]
         assert 0 < r["frames"] <= r["batches"] * (r["frames_per_gpu"] + r["max_samples"])

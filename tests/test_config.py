@@ -144,6 +144,7 @@ def test_every_optimization_is_switchable_from_the_command_line():
         ("perf.ac.every_n=-1", "perf.ac.every_n"),
         ("perf.ac.mode=sometimes", "perf.ac.mode"),
         ("perf.precision=fp8", "perf.precision"),
+        ("perf.compile_dynamic=false", "perf.compile_dynamic"),
         ("perf.memory_budget=0.5", "perf.memory_budget"),
         ("perf.memory_budget=1.5", "perf.memory_budget"),
         ("ema.device=gpu", "ema.device"),

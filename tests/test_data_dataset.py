@@ -4,6 +4,7 @@ Lhotse recipe CutSets, and the loader made from the `data` config section."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 from pathlib import Path
 
@@ -194,6 +195,26 @@ def test_a_lhotse_recipe_cutset_is_read_as_it_is(tmp_path: Path) -> None:
     batches = list(train.loader)
     assert sorted(n for b in batches for n in b.mel_lengths.tolist()) == [1 + 28800 // 256, 1 + 72000 // 256]
     assert sorted(n for b in batches for n in b.text_lengths.tolist()) == [len("take 1"), len("take all")]
+
+
+def test_a_directory_prepared_by_an_earlier_version_trains(tmp_path: Path) -> None:
+    """A `manifest.jsonl` (relative and absolute paths) gives the same batches of mels and text as its rows say."""
+    data = tmp_path / "old"
+    (data / "vocab.txt").parent.mkdir()
+    (data / "vocab.txt").write_text("".join(f"{c}\n" for c in VOCAB), encoding="utf-8")
+    rows = []
+    for i, seconds in enumerate(SECONDS):
+        audio = write_tone(data / "wavs" / f"{i:02d}.wav", seconds, sample_rate=16000)
+        frames = log_mel(load_audio(audio)[None])[0].shape[0]
+        path = str(audio) if i % 2 else f"wavs/{i:02d}.wav"
+        rows.append({"audio_path": path, "text": f"take {i}", "duration": seconds, "frames": frames})
+    (data / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    train = build_train_data(DataConfig(dir=str(data), num_workers=0, frames_per_gpu=2000), seed=0)
+    train.sampler.set_epoch(0)
+    batches = list(train.loader)
+    assert sum(b.num_skipped for b in batches) == 0
+    assert sorted(n for b in batches for n in b.mel_lengths.tolist()) == sorted(r["frames"] for r in rows)
+    assert sorted(n for b in batches for n in b.text_lengths.tolist()) == sorted(len(r["text"]) for r in rows)
 
 
 def test_build_train_data_with_loader_workers(tmp_path: Path) -> None:

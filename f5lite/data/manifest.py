@@ -6,13 +6,15 @@
 and, when known, `speaker`; with a mel cache also `mel_path` and `mel_type`. Paths are relative to the manifest's
 directory or absolute; reading resolves both.
 
-The names of the other files of a prepared directory (`vocab.txt`, `report.json`, `mels/`) are defined here too.
+The names of the other files of a prepared directory (`vocab.txt`, `report.json`, `mels/`, `val/`) are defined here
+too.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,12 @@ REPORT_NAME = "report.json"
 
 MEL_DIR_NAME = "mels"
 """Folder of cached log-mels inside a prepared directory."""
+
+VAL_DIR_NAME = "val"
+"""Folder of the held-out validation split inside a prepared directory (`f5lite-prepare --val-count`)."""
+
+VAL_TESTSET_NAME = "testset.txt"
+"""The validation split's test-set file (for `f5lite-eval` and `eval.prompts`), inside `VAL_DIR_NAME`."""
 
 _REQUIRED_KEYS = ("audio_path", "text", "duration", "frames")
 
@@ -69,16 +77,23 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
         ValueError: The file is missing or unreadable, a line is not a JSON object, or a row lacks a required key
             or has a value of the wrong type. The message names the file and the line.
     """
+    return list(iter_manifest(path))
+
+
+def iter_manifest(path: str | os.PathLike[str]) -> Iterator[ManifestRow]:
+    """The rows of a `manifest.jsonl` one at a time (the file is never held whole), as `read_manifest` reads them.
+
+    Raises:
+        ValueError: as `read_manifest`, when the offending line is reached.
+    """
     manifest = Path(path).absolute()
     try:
-        text = manifest.read_text(encoding="utf-8")
+        with open(manifest, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if line.strip():
+                    yield _parse_row(line, manifest.parent, f"{manifest}:{number}")
     except (OSError, UnicodeDecodeError) as err:
         raise ValueError(f"cannot read manifest {manifest}: {err}") from err
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            rows.append(_parse_row(line, manifest.parent, f"{manifest}:{number}"))
-    return rows
 
 
 def _parse_row(line: str, base: Path, where: str) -> ManifestRow:

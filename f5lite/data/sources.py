@@ -26,7 +26,7 @@ from lhotse import CutSet
 from lhotse.cut import Cut
 
 from f5lite.data.cuts import CUTS_NAME, MEL_PATH, row_to_cut
-from f5lite.data.manifest import MANIFEST_NAME, VOCAB_NAME, read_manifest
+from f5lite.data.manifest import MANIFEST_NAME, VOCAB_NAME, iter_manifest
 
 F5TTS_MARKERS = ("raw.arrow", "raw")
 """Names that mark an F5-TTS prepared directory (the arrow file, or its `save_to_disk` folder)."""
@@ -131,5 +131,5 @@ class _ManifestCuts:
         self.manifest = manifest
 
     def __iter__(self) -> Iterator[Cut]:
-        for row in read_manifest(self.manifest):
+        for row in iter_manifest(self.manifest):
             yield row_to_cut(row, self.manifest.parent)
