@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-gpu test-mutants demo bench lint fmt typecheck wheel-check clean
+.PHONY: help install test test-slow test-gpu test-browser test-mutants demo bench lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -18,10 +18,11 @@ help: ## List the targets
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,eval]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	$(BIN)/pip install --quiet --no-deps 'resemblyzer==0.1.4' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	touch $(STAMP)
 
-install: $(STAMP) ## Make .venv and install f5lite editable with the dev and zh extras (torch pinned by constraints.txt)
+install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh and eval extras (torch pinned by constraints.txt)
 
 test: $(STAMP) ## Run the CPU test suite (installs first when needed)
 	$(BIN)/python -m pytest -m "not slow and not gpu" $(PYTEST_FLAGS)
@@ -32,18 +33,25 @@ test-slow: $(STAMP) ## Run the slow tests
 test-gpu: $(STAMP) ## Run the GPU tests (needs CUDA)
 	$(BIN)/python -m pytest -m gpu $(PYTEST_FLAGS) || test $$? -eq 5  # 5: none selected
 
+test-browser: $(STAMP) ## Open an f5lite-eval report in headless Chromium (needs: apt-get install -y chromium)
+	@test -x /usr/bin/chromium || { echo "test-browser needs /usr/bin/chromium: apt-get install -y chromium"; exit 1; }
+	$(BIN)/python -m pytest -m slow tests/test_eval_report_browser.py -s $(PYTEST_FLAGS)
+
 test-mutants: $(STAMP) ## Plant known bugs in a copy of the package; check the tests catch each (slow: minutes)
 	$(BIN)/python scripts/mutants.py
 
 DEMO_DIR ?= runs/demo
 DEMO_REF := f5lite/demo_data/audio/us_male/000_us_male.ogg
-demo: $(STAMP) ## Train the demo recipe on the shipped demo data (CPU, a few minutes), then synthesize with Griffin-Lim
+demo: $(STAMP) ## Train the demo recipe on the shipped demo data (CPU, a few minutes), then synthesize with Griffin-Lim and score the held-out set
 	$(BIN)/python -m f5lite.train +recipe=demo run_dir=$(DEMO_DIR)
 	$(BIN)/f5lite-infer model=$(DEMO_DIR)/export ref_audio=$(DEMO_REF) \
 		ref_text="The kettle started to whistle just as the phone rang." \
 		text="A small model trained on a laptop in a few minutes." \
 		output=$(DEMO_DIR)/sample.wav sample.vocoder=griffin_lim seed=0
 	@echo "wrote $(DEMO_DIR)/sample.wav"
+	$(BIN)/f5lite-eval model=$(DEMO_DIR)/export testset=f5lite/demo_data/val/testset.txt output=$(DEMO_DIR)/eval \
+		sample.vocoder=griffin_lim
+	@echo "scored the held-out demo utterances: $(DEMO_DIR)/eval/summary.json, $(DEMO_DIR)/eval/report.html"
 
 BENCH_OUT ?= scripts/results
 BENCH_ROUNDS ?= 1

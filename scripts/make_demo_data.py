@@ -26,12 +26,14 @@ import soundfile as sf
 
 from f5lite.audio import SAMPLE_RATE, load_audio
 from f5lite.prepare import PrepareOptions, prepare
+from f5lite.prepare.val_split import ValSplit
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "f5lite" / "demo_data"
 VORBIS_LEVEL = 0.7  # soundfile's compression_level: 0 is the best quality, 1 the smallest file
 TAIL_SECONDS = 0.1  # espeak-ng ends every utterance with about 0.3 s of silence; keep this much of it
 SILENCE = 0.01  # amplitude under which a sample counts as silence
+VAL_COUNT = 12  # utterances held out for the validation loss and the fixed prompts
 
 
 @dataclass(frozen=True)
@@ -202,10 +204,13 @@ def main() -> int:
 
 
 def prepare_demo(out: Path) -> int:
-    """Run f5lite-prepare on the demo's metadata.csv, in place: cuts.jsonl.gz, vocab.txt, report.json."""
-    result = prepare(out / "metadata.csv", out, PrepareOptions(workers=2))
+    """Run f5lite-prepare on the demo's metadata.csv, in place: cuts.jsonl.gz, vocab.txt, report.json, and a
+    validation split of VAL_COUNT utterances in val/ (cuts.jsonl.gz, testset.txt)."""
+    result = prepare(out / "metadata.csv", out, PrepareOptions(workers=2, val=ValSplit(count=VAL_COUNT)))
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    print(f"{len(result.cuts)} utterances kept, {len(result.skipped)} skipped, {size / 2**20:.2f} MiB in {out}")
+    print(
+        f"{len(result.cuts)} + {len(result.val)} held out utterances kept, {len(result.skipped)} skipped, {size / 2**20:.2f} MiB in {out}"
+    )
     return 0 if not result.skipped else 1
 
 
@@ -229,7 +234,9 @@ the demo run offline on a fresh clone. It is not meant to train a useful voice.
 {voices}
 
 Files: `audio/SPEAKER/*.ogg`, `metadata.csv` (the input, F5-TTS layout with a speaker column), and the outputs of
-`f5lite-prepare metadata.csv .`: `cuts.jsonl.gz` (a Lhotse CutSet), `vocab.txt`, `report.json`.
+`f5lite-prepare metadata.csv . --val-count {VAL_COUNT}`: `cuts.jsonl.gz` (a Lhotse CutSet of the training
+utterances), `vocab.txt`, `report.json`, and `val/` (the {VAL_COUNT} held-out utterances' `cuts.jsonl.gz` and a
+`testset.txt` pairing each with another clip of its voice as the prompt).
 
 ## Licence
 

@@ -13,8 +13,10 @@ from f5lite.config import compose_config
 from f5lite.data import build_train_data
 from f5lite.paths import demo_dir
 from f5lite.prepare import PrepareOptions, prepare
+from f5lite.prepare.val_split import ValSplit
 from f5lite.text import TextEncoder, load_vocab
 
+VAL_COUNT = 12  # as scripts/make_demo_data.py holds out
 SIZE_LIMIT = 5_000_000  # bytes: the demo data ships inside the package, so it stays small
 
 
@@ -35,8 +37,11 @@ def test_the_demo_is_small_and_complete():
         encoded = encoder.encode([cut.supervisions[0].text])
         assert cut.custom["token_ids"] == encoded.ids[0].tolist() and not encoded.unknown
     report = json.loads((root / "report.json").read_text(encoding="utf-8"))
-    assert report["kept"] == len(cuts) and report["skipped"] == []
-    assert report["outputs"] == ["cuts.jsonl.gz", "report.json", "vocab.txt"]
+    held_out = read_cuts(root / "val")
+    assert len(held_out) == report["val"]["utterances"] == 12 and report["train"] == len(cuts)
+    assert report["kept"] == len(cuts) + len(held_out) and report["skipped"] == []
+    assert not {c.id for c in cuts} & {c.id for c in held_out}  # training never sees a held-out utterance
+    assert report["outputs"] == ["cuts.jsonl.gz", "report.json", "val/cuts.jsonl.gz", "val/testset.txt", "vocab.txt"]
     assert "Licence" in (root / "ORIGIN.md").read_text(encoding="utf-8")
 
 
@@ -44,8 +49,9 @@ def test_the_committed_outputs_are_what_f5lite_prepare_makes_of_the_metadata(tmp
     root = demo_dir()
     copy = tmp_path / "demo"
     shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__", "mels"))
-    prepare(copy / "metadata.csv", copy, PrepareOptions(workers=1))  # as scripts/make_demo_data.py does
-    for name in ("cuts.jsonl.gz", "vocab.txt", "report.json"):
+    options = PrepareOptions(workers=1, val=ValSplit(count=VAL_COUNT))  # as scripts/make_demo_data.py does
+    prepare(copy / "metadata.csv", copy, options)
+    for name in ("cuts.jsonl.gz", "vocab.txt", "report.json", "val/cuts.jsonl.gz", "val/testset.txt"):
         assert (copy / name).read_bytes() == (root / name).read_bytes(), name
 
 

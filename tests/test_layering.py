@@ -13,6 +13,8 @@ The layers, from the bottom:
 - `storage`: run directories, checkpoints, LoRA adapters, and `sources` (what is at a path); never `train` or
   `infer`, which both build on it.
 - `infer`: never `train` (inference must not drag the trainer in).
+- `eval`: speech metrics and the evaluation tool; never `train`, `data`, `prepare` or `storage` (the trainer calls
+  it, not the other way round).
 - Nothing imports `scripts` (benchmarks and tools stand outside the package).
 """
 
@@ -34,6 +36,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "prepare": {"train", "infer", "storage"},
     "storage": {"train", "infer"},
     "infer": {"train"},
+    "eval": {"train", "data", "prepare", "storage"},
 }
 """For each f5lite package, the f5lite packages it must not import (`*`: any other one)."""
 
@@ -90,8 +93,10 @@ def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
     (copy / "infer" / "cheat.py").write_text("def f():\n    from f5lite.train.trainer import Trainer\n")
     (copy / "sampling" / "cheat.py").write_text("import f5lite.models\n")
     (copy / "models" / "cheat.py").write_text("from f5lite import data\n")
+    (copy / "eval" / "cheat.py").write_text("from f5lite.train import export\n")
     found = violations(copy)
-    assert len(found) == 3, found
+    assert len(found) == 4, found
     assert any("infer must not import train" in v for v in found)
     assert any("sampling must not import models" in v for v in found)
     assert any("models must not import data" in v for v in found)
+    assert any("eval must not import train" in v for v in found)

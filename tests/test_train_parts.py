@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from f5lite.audio.images import mel_image
 from f5lite.config import compose_config
 from f5lite.storage.rundir import check_run_dir, identity_hash, write_run_files
 from f5lite.train.ema import EMA, ema_decay
-from f5lite.train.loggers import mel_image
 from f5lite.train.schedule import lr_factor
 from f5lite.train.seeding import step_seed
 

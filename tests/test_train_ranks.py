@@ -118,3 +118,23 @@ def test_a_run_moves_from_two_ranks_to_one_and_back_within_an_epoch(tmp_path: Pa
     assert (at_2["epoch"], at_2["world_size"], at_2["rounds"], at_2["segments"]) == (0, 2, 2, [])
     assert (at_4["epoch"], at_4["world_size"], at_4["rounds"], at_4["segments"]) == (0, 1, 2, [[2, 2]])
     assert (at_5["epoch"], at_5["world_size"], at_5["rounds"], at_5["segments"]) == (0, 2, 1, [[2, 2], [1, 2]])
+
+
+def test_rank_0_evaluates_and_both_ranks_stop_early_together(tmp_path: Path) -> None:
+    """Only rank 0 evaluates (one eval.jsonl line per evaluation); its early-stop decision ends both ranks after the
+    same update (a rank that went on alone would hang in the gradient all-reduce until the timeout)."""
+    import json
+
+    run = tmp_path / "run"
+    # With a vanishing learning rate the EMA's validation loss stops improving after a few evaluations.
+    args = ["optim.max_updates=40", "ckpt.every=2", "eval.every=2", "eval.patience=1", "optim.lr=1e-9"]
+    proc = subprocess.run(torchrun(f"run_dir={run}", *args), capture_output=True, text=True, timeout=300, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (run / "logs" / "eval.jsonl").read_text().splitlines()]
+    updates = [row["update"] for row in rows]
+    assert updates == list(range(2, updates[-1] + 1, 2)) and updates[-1] < 40
+    stop = updates[-1]
+    meta = json.loads((run / "checkpoints" / f"step-{stop:08d}" / "meta.json").read_text())
+    assert meta["finished"] is True and (run / "checkpoints" / "latest").read_text().strip() == f"step-{stop:08d}"
+    assert (run / "export" / "model.safetensors").is_file()
+    assert proc.stderr.count("stopping early") == 1

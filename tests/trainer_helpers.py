@@ -17,14 +17,18 @@ from f5lite.data import CUTS_NAME, write_cuts
 from f5lite.paths import demo_dir
 from f5lite.train import Trainer
 
-BASE = ["+recipe=debug_tiny", "data.num_workers=0", "logger.every=2", "ckpt.every=100", "optim.warmup_updates=4"]
-"""debug_tiny (EMA averaging from update 3 on), the loader in the main process, no periodic checkpoint."""
+BASE = [
+    "+recipe=debug_tiny", "data.num_workers=0", "logger.every=2", "ckpt.every=100", "optim.warmup_updates=4",
+    "eval.every=0",
+]  # fmt: skip
+"""debug_tiny (EMA averaging from update 3 on), the loader in the main process, no periodic checkpoint, no
+validation loss (the evaluation tests turn it on)."""
 
 _TINY_OTHER = [
     "model.dim=64", "model.depth=2", "model.heads=4", "model.dim_head=16", "model.ff_mult=2", "model.dropout=0.1",
     f"data.dir={demo_dir()}", "data.frames_per_gpu=4000", "data.max_samples=8", "data.num_workers=0",
     "optim.lr=1e-3", "optim.max_updates=100", "perf.precision=no", "ema.update_after=2", "ema.update_every=1",
-    "sample.vocoder=griffin_lim", "logger.every=2", "ckpt.every=100", "optim.warmup_updates=4",
+    "sample.vocoder=griffin_lim", "logger.every=2", "ckpt.every=100", "optim.warmup_updates=4", "eval.every=0",
 ]  # fmt: skip
 FAMILIES = {
     "dit": BASE,

@@ -1,6 +1,6 @@
 """Typed schemas for a training run: every default lives here, YAML files only compose and override.
 
-Sections: `model` (see `f5lite.config.model`), `data`, `optim`, `perf`, `ema`, `ckpt`, `sample`, `logger`. Each
+Sections: `model` (see `f5lite.config.model`), `data`, `optim`, `perf`, `ema`, `ckpt`, `sample`, `logger`, `eval`. Each
 dataclass validates itself in `__post_init__`, which OmegaConf runs when the composed config is turned into objects
 (`f5lite.config.compose_config`), so a bad value fails before any work starts, with a `ValueError` naming the key.
 """
@@ -15,6 +15,7 @@ from f5lite.audio.mel import MEL_KINDS
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_NAMES
 from f5lite.config.checks import check_at_least, check_choice, check_range
 from f5lite.config.model import ModelConfig
+from f5lite.eval.items import LANGUAGES, METRIC_KEYS, METRIC_NAMES
 from f5lite.models.ac import AC_MODES
 from f5lite.models.attention import SDPA_BACKENDS
 from f5lite.models.compile import COMPILE_MODES
@@ -32,6 +33,10 @@ LOGGERS = ("none", "tensorboard", "wandb")
 """`logger.backend`."""
 LORA_EXPORTS = ("merged", "adapter")
 """`finetune.lora.export`."""
+BEST_VAL_METRICS = ("val/loss", "val/loss_online")
+"""`ckpt.best_metric` values measured by the validation loss."""
+PROMPT_PREFIX = "prompts/"
+"""Prefix of `ckpt.best_metric` values measured on the fixed prompts (`prompts/wer`, ...)."""
 
 
 @dataclass
@@ -230,6 +235,14 @@ class CkptConfig:
     """Save a training checkpoint every N optimizer updates."""
     keep_last: int = 3
     """How many training checkpoints to keep; 0 keeps all."""
+    keep_best: int = 0
+    """Also keep the K checkpoints with the best `best_metric` (besides the last ones); `f5lite-export --best`
+    exports the best. Needs every checkpoint to be evaluated: `eval.every` (or `eval.sample_every` for a prompt
+    metric) must divide `ckpt.every`."""
+    best_metric: str = "val/loss"
+    """What `keep_best` and `eval.patience` rank by: `val/loss` (EMA weights), `val/loss_online`, or a metric of
+    the fixed prompts, `prompts/<key>` (`prompts/wer`, `prompts/cer`, `prompts/sim`, `prompts/mos`,
+    `prompts/mel_l1`, `prompts/mcd`, `prompts/f0_rmse`); lower is better except for sim and mos."""
     async_save: bool = False
     """Write checkpoints in the background so training does not stall on disk I/O."""
     export_dtype: str = "fp32"
@@ -247,6 +260,10 @@ class CkptConfig:
             raise ValueError(f"ckpt.stop_timeout_s={self.stop_timeout_s!r} is not valid; it must be > 0")
         check_at_least("ckpt.stop_check_every", self.stop_check_every, 1)
         check_at_least("ckpt.keep_last", self.keep_last, 0)
+        check_at_least("ckpt.keep_best", self.keep_best, 0)
+        if not (self.best_metric in BEST_VAL_METRICS or self.best_metric.startswith(PROMPT_PREFIX)):
+            choices = ", ".join((*BEST_VAL_METRICS, f"{PROMPT_PREFIX}<metric>"))
+            raise ValueError(f"ckpt.best_metric={self.best_metric!r} is not valid; choose one of: {choices}")
         check_choice("ckpt.export_dtype", self.export_dtype, WEIGHT_DTYPES)
 
 
@@ -257,6 +274,8 @@ class SampleConfig(SamplerOptions):
     The sampler's own settings (`steps`, `method`, `schedule`, `sway`, `cfg_strength`, `cfg_zero_init_steps`,
     `cfg_zero_star`, `speed`) are inherited from `SamplerOptions`, where each is documented and checked: one
     definition for the config, the Python API and the command line. This section adds what is not a sampler setting.
+    `speed` sets the duration of what `Synthesizer` speaks (`f5lite-infer`, the fixed prompts of `eval.*`); a training
+    sample continues its utterance for the utterance's true duration, so `speed` does not change it.
     Frozen like its base: `compose_config` merges overrides before the objects are made.
     """
 
@@ -298,6 +317,61 @@ class LoggerConfig:
         check_choice("logger.backend", self.backend, LOGGERS)
         check_at_least("logger.every", self.every, 1)
         check_at_least("logger.sample_every", self.sample_every, 0)
+
+
+@dataclass
+class EvalConfig:
+    """Evaluation while training: a deterministic validation loss and speech metrics on fixed prompts (rank 0)."""
+
+    val_dir: str | None = None
+    """Held-out data, in any form `data.dir` takes; default `DATA_DIR/val` when it exists (written by
+    `f5lite-prepare --val-count N`). Its text is tokenized with the run's vocab."""
+    every: int = 1000
+    """Compute the validation loss every N optimizer updates (when there is validation data); 0 turns it off."""
+    max_utterances: int = 256
+    """Use at most this many validation utterances (a fixed subset, the same in every evaluation)."""
+    time_bins: int = 4
+    """Also report the loss per flow-time bin (`val/loss_t0.00-0.25`, ...): small t is mostly noise, large t
+    fine detail, so the bins move differently as training goes."""
+    online: bool = False
+    """Also compute the validation loss of the online (non-EMA) weights, `val/loss_online`."""
+    seed: int = 0
+    """Seed of the fixed draws (noise, time, span) of every validation utterance and of the prompts' noise; the
+    same across runs, so their numbers are comparable."""
+    prompts: str | None = None
+    """A test-set file (`id|ref_audio|ref_text|gen_text|gt_audio`, see `f5lite-eval`) spoken every
+    `sample_every` updates; default the validation data's `testset.txt` when it exists."""
+    sample_every: int = 0
+    """Synthesize the prompts with the EMA weights through `Synthesizer` (the configured sampler and vocoder),
+    score and log them every N optimizer updates; 0 turns it off."""
+    max_prompts: int = 8
+    """Speak at most this many rows of the prompts file (its first ones)."""
+    metrics: list[str] = field(default_factory=lambda: list(METRIC_NAMES))
+    """Metrics of the prompts: `wer` (ASR), `sim` (speaker similarity to the reference), `mos` (predicted quality),
+    `mel` (against the ground truth). Need the `eval` extra: pip install 'f5lite[eval]'."""
+    asr: str = "pocketsphinx"
+    """ASR of `wer`: `pocketsphinx` (offline, English, rough), `whisper:<dir or hub id>`,
+    `faster-whisper:<dir or size>`, `paraformer:<dir>` (see the README for real numbers)."""
+    speaker: str = "resemblyzer"
+    """Speaker encoder of `sim`: `resemblyzer` (offline) or `wavlm:<dir or hub id>`."""
+    mos: str = "dnsmos"
+    """Quality predictor of `mos`: `dnsmos` (offline)."""
+    language: str = "en"
+    """Language of the prompts: `en` scores WER, `zh` CER."""
+    patience: int = 0
+    """Stop training early after this many evaluations of `ckpt.best_metric` without a new best (then save and
+    export as at the end); 0 never stops early."""
+
+    def __post_init__(self) -> None:
+        check_at_least("eval.every", self.every, 0)
+        check_at_least("eval.max_utterances", self.max_utterances, 1)
+        check_at_least("eval.time_bins", self.time_bins, 1)
+        check_at_least("eval.sample_every", self.sample_every, 0)
+        check_at_least("eval.max_prompts", self.max_prompts, 1)
+        for name in self.metrics:
+            check_choice("eval.metrics", name, METRIC_NAMES)
+        check_choice("eval.language", self.language, LANGUAGES)
+        check_at_least("eval.patience", self.patience, 0)
 
 
 @dataclass
@@ -375,6 +449,8 @@ class TrainConfig:
     """Sampler settings."""
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     """Metrics logging."""
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    """Evaluation while training and checkpoint selection."""
     init: InitConfig = field(default_factory=InitConfig)
     """Pretrained weights to start from."""
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
@@ -391,6 +467,7 @@ class TrainConfig:
             raise ValueError("run_name='' is not valid; give the run a name")
         if not self.run_dir:
             raise ValueError("run_dir='' is not valid; give a directory")
+        self._check_evaluation()
         if self.finetune.lora.rank and self.init.weights is None:
             raise ValueError("finetune.lora.rank is set but init.weights is not: LoRA adapts pretrained weights")
         if self.perf.memory_budget < 1.0 and self.model is not MISSING and self.model.dropout > 0:
@@ -399,4 +476,40 @@ class TrainConfig:
             raise ValueError(
                 f"perf.memory_budget={self.perf.memory_budget} with model.dropout={self.model.dropout} gives wrong "
                 "gradients (pytorch/pytorch#190758); set model.dropout=0 or perf.memory_budget=1.0"
+            )
+
+    def _check_prompt_metric(self, key: str) -> None:
+        """A `prompts/<key>` best metric must be a key that `eval.metrics` gives in `eval.language`."""
+        ev = self.eval
+        by = [name for name in ev.metrics if key in METRIC_KEYS[name]]
+        error_rate = {"en": "wer", "zh": "cer"}[ev.language]
+        if not by or (key in ("wer", "cer") and key != error_rate):
+            given = sorted(
+                k for name in ev.metrics for k in METRIC_KEYS[name] if k not in {"wer", "cer"} - {error_rate}
+            )
+            raise ValueError(
+                f"ckpt.best_metric=prompts/{key} is not given by eval.metrics={list(ev.metrics)} with "
+                f"eval.language={ev.language}; it gives: {', '.join(PROMPT_PREFIX + k for k in given) or 'nothing'}"
+            )
+
+    def _check_evaluation(self) -> None:
+        """Checkpoint selection needs each checkpoint's own evaluation, and an evaluation that measures its metric."""
+        ev, ckpt = self.eval, self.ckpt
+        if not (ckpt.keep_best or ev.patience):
+            return
+        metric = ckpt.best_metric
+        if metric.startswith(PROMPT_PREFIX):
+            every, key, why = ev.sample_every, "eval.sample_every", "the prompts are spoken"
+        else:
+            every, key, why = ev.every, "eval.every", "the validation loss is computed"
+        if not every:
+            raise ValueError(f"ckpt.best_metric={metric} is never measured: {key}=0 ({why} every {key} updates)")
+        if metric.startswith(PROMPT_PREFIX):
+            self._check_prompt_metric(metric.removeprefix(PROMPT_PREFIX))
+        if metric == "val/loss_online" and not ev.online:
+            raise ValueError("ckpt.best_metric=val/loss_online needs eval.online=true")
+        if ckpt.keep_best and ckpt.every % every:
+            raise ValueError(
+                f"ckpt.keep_best needs {key}={every} to divide ckpt.every={ckpt.every}, so that every checkpoint "
+                f"has its own {metric}"
             )

@@ -145,6 +145,58 @@ def flow_loss(
     Returns:
         The loss, a 0-d float32 tensor.
     """
+    error, weight = _span_error(backbone, x1, text, lens, x0, time, span_mask, drop_audio_cond, drop_text)
+    count = weight.sum() * x1.shape[-1]
+    return error.sum() / count.clamp(min=1.0)
+
+
+def flow_errors(
+    backbone: nn.Module,
+    x1: Tensor,
+    text: Tensor,
+    lens: Tensor,
+    *,
+    x0: Tensor,
+    time: Tensor,
+    span_mask: Tensor,
+    drop_audio_cond: DropFlag = False,
+    drop_text: DropFlag = False,
+) -> tuple[Tensor, Tensor]:
+    """Per-sample parts of `flow_loss`: the summed squared velocity error over each sample's span, and its size.
+
+    `sums.sum() / counts.sum()` is the batch's `flow_loss` (up to summation order); kept per sample so that a
+    validation set can be cut into any batches, or binned by flow time, and give the same totals.
+
+    Args:
+        backbone: the velocity network, called with the frame mask of `lens`.
+        x1: mel `[b, n, d]`, zero in padded frames.
+        text: ids `[b, nt]` padded with -1.
+        lens: valid frames `[b]` int64.
+        x0: noise `[b, n, d]`.
+        time: flow time `[b]`.
+        span_mask: `[b, n]` bool, frames to generate (restricted to `lens` here).
+        drop_audio_cond: drop the audio condition (default: kept).
+        drop_text: drop the text (default: kept).
+
+    Returns:
+        `sums` `[b]` float32 and `counts` `[b]` float32 (span frames times channels).
+    """
+    error, weight = _span_error(backbone, x1, text, lens, x0, time, span_mask, drop_audio_cond, drop_text)
+    return error.sum(dim=(1, 2)), weight.sum(dim=(1, 2)) * x1.shape[-1]
+
+
+def _span_error(
+    backbone: nn.Module,
+    x1: Tensor,
+    text: Tensor,
+    lens: Tensor,
+    x0: Tensor,
+    time: Tensor,
+    span_mask: Tensor,
+    drop_audio_cond: DropFlag,
+    drop_text: DropFlag,
+) -> tuple[Tensor, Tensor]:
+    """Squared velocity error `[b, n, d]` (float32, zero outside the span) and the span weight `[b, n, 1]`."""
     frames = torch.arange(x1.shape[1], device=x1.device)
     mask = frames[None, :] < lens[:, None]
     span = span_mask & mask
@@ -154,9 +206,7 @@ def flow_loss(
     cond = torch.where(span[..., None], torch.zeros((), dtype=x1.dtype, device=x1.device), x1)
     pred = backbone(x_t, cond, text, time, mask=mask, drop_audio_cond=drop_audio_cond, drop_text=drop_text)
     weight = span[..., None].to(torch.float32)
-    error = (pred.float() - flow.float()).square() * weight
-    count = weight.sum() * x1.shape[-1]
-    return error.sum() / count.clamp(min=1.0)
+    return (pred.float() - flow.float()).square() * weight, weight
 
 
 class CFM(nn.Module):

@@ -2,8 +2,10 @@
 
 INPUT is an F5-TTS `metadata.csv`, an LJSpeech folder, or a folder of audio files with `.txt`/`.lab` transcripts;
 OUT_DIR receives `cuts.jsonl.gz` (a Lhotse CutSet), `vocab.txt`, `report.json` and, with `--mels`, the `mels/`
-cache; `--shar DIR` also writes the kept cuts as Lhotse Shar shards (audio and mels inside) into DIR. A short
-summary (kept, skipped by reason, new vocab tokens) goes to stdout.
+cache; `--val-count N` (or `--val-fraction F`, `--val-by-speaker`) holds out a validation split in `OUT_DIR/val/`
+(its cuts and a `testset.txt` for `f5lite-eval` and `eval.prompts`); `--shar DIR` also writes the training cuts as
+Lhotse Shar shards (audio and mels inside) into DIR. A short summary (kept, skipped by reason, new vocab tokens,
+the validation split) goes to stdout.
 
 Exit status: 0 when anything usable is left, 1 when nothing is, 2 for a bad command line or an unreadable INPUT.
 """
@@ -19,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from f5lite.audio import MEL_KINDS
-from f5lite.data.manifest import REPORT_NAME
+from f5lite.data.manifest import REPORT_NAME, VAL_DIR_NAME
 from f5lite.prepare.checks import Limits
 from f5lite.prepare.pipeline import PrepareOptions, prepare
 from f5lite.prepare.shar import DEFAULT_SHARD_SIZE
+from f5lite.prepare.val_split import ValSplit
 from f5lite.text import TOKENIZER_NAMES
 
 EXIT_OK = 0
@@ -62,7 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     add("--mels", action="store_true", help="also cache each kept utterance's 24 kHz log-mel")
     add("--mel-type", choices=MEL_KINDS, default="vocos", help="mel convention (default: vocos)")
-    add("--shar", type=Path, metavar="DIR", help="also write the kept cuts as Lhotse Shar shards into DIR")
+    add("--val-count", type=int, default=0, metavar="N", help="hold out N utterances as a validation split (val/)")
+    add("--val-fraction", type=float, default=0.0, metavar="F", help="hold out this share instead, e.g. 0.01")
+    add("--val-by-speaker", action="store_true", help="hold out whole speakers (voices never trained on)")
+    add("--shar", type=Path, metavar="DIR", help="also write the training cuts as Lhotse Shar shards into DIR")
     add("--shard-size", type=int, metavar="N", help=f"cuts per Shar shard (default: {DEFAULT_SHARD_SIZE})")
     add("--workers", type=int, default=min(8, os.cpu_count() or 1), help="parallel processes (default: %(default)s)")
     return parser
@@ -93,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             workers=args.workers,
             shar=args.shar,
             shard_size=DEFAULT_SHARD_SIZE if args.shard_size is None else args.shard_size,
+            val=ValSplit(args.val_count, args.val_fraction, args.val_by_speaker),
         )
         result = prepare(args.input, args.out_dir, options, progress=True)
     except (ValueError, ImportError, OSError) as err:
@@ -111,6 +118,13 @@ def _summary(report: dict[str, Any], out_dir: Path, shar: Path | None, shards: i
     vocab = report["vocab"]
     if vocab is not None and vocab["added"]:
         lines.append(f"vocab: {len(vocab['added'])} new token(s) appended to {vocab['base']}")
+    val = report.get("val")
+    if val is not None and report["kept"]:
+        held = "speaker-disjoint, " if val["by_speaker"] else ""
+        lines.append(
+            f"validation: {val['utterances']} utterance(s) held out ({held}{val['speakers']} speaker(s)) in "
+            f"{out_dir / VAL_DIR_NAME}"
+        )
     if not report["kept"]:
         lines.append("nothing usable is left: no cuts were written")
     elif shar is not None:

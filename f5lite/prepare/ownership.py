@@ -15,15 +15,25 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from f5lite.data.cuts import CUTS_NAME, MEL_PATH
-from f5lite.data.manifest import MANIFEST_NAME, REPORT_NAME, VOCAB_NAME, read_manifest
+from f5lite.data.manifest import (
+    MANIFEST_NAME,
+    REPORT_NAME,
+    VAL_DIR_NAME,
+    VAL_TESTSET_NAME,
+    VOCAB_NAME,
+    read_manifest,
+)
 
-FIXED_OUTPUTS = (CUTS_NAME, VOCAB_NAME, REPORT_NAME)
-"""The files a run may write besides cached mels."""
+VAL_OUTPUTS = (f"{VAL_DIR_NAME}/{CUTS_NAME}", f"{VAL_DIR_NAME}/{VAL_TESTSET_NAME}")
+"""The validation split's files (relative to OUT_DIR)."""
+FIXED_OUTPUTS = (CUTS_NAME, VOCAB_NAME, REPORT_NAME, *VAL_OUTPUTS)
+"""The files a run may write besides cached mels (relative to OUT_DIR)."""
 LEGACY_OUTPUTS = (MANIFEST_NAME,)
 """Files that earlier versions wrote and this one removes (it writes `cuts.jsonl.gz` instead)."""
 _EARLIER_VERSION_OUTPUTS = (MANIFEST_NAME, VOCAB_NAME, REPORT_NAME)  # what a report without `outputs` wrote
@@ -60,9 +70,10 @@ def owned_by_earlier_run(out: Path) -> Owned:
     files = frozenset(out / name for name in names if name in known)
     mels: set[Path] = set()
     # A damaged file of ours: its mels are simply not claimed (and so never removed).
-    if out / CUTS_NAME in files and (out / CUTS_NAME).is_file():
-        with contextlib.suppress(OSError, EOFError, ValueError):
-            mels.update(out / relative for relative in _mel_paths_in_cuts(out / CUTS_NAME))
+    for cuts in (out / CUTS_NAME, out / VAL_DIR_NAME / CUTS_NAME):
+        if cuts in files and cuts.is_file():
+            with contextlib.suppress(OSError, EOFError, ValueError):
+                mels.update(Path(os.path.normpath(cuts.parent / rel)) for rel in _mel_paths_in_cuts(cuts))
     if out / MANIFEST_NAME in files and (out / MANIFEST_NAME).is_file():
         with contextlib.suppress(ValueError):
             mels.update(r.mel_path for r in read_manifest(out / MANIFEST_NAME) if r.mel_path is not None)
@@ -115,3 +126,6 @@ def remove_leftovers(owned: Owned, written: set[Path], mel_dir: Path) -> None:
             folder.rmdir()
     if owned.mels and mel_dir.is_dir() and not any(mel_dir.iterdir()):
         mel_dir.rmdir()
+    val_dir = mel_dir.parent / VAL_DIR_NAME
+    if any(p.parent == val_dir for p in removed) and val_dir.is_dir() and not any(val_dir.iterdir()):
+        val_dir.rmdir()

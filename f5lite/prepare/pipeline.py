@@ -10,6 +10,8 @@
 - `report.json`: the counts, and every skipped item with its reason code and a one-line detail;
 - `mels/` when asked: each kept utterance's 24 kHz log-mel (see `f5lite.data.mel_cache`), so training need not
   decode audio;
+- `val/` with a validation split (`val`): the held-out cuts and a test set (see `f5lite.prepare.val_split`);
+  `cuts.jsonl.gz` then holds the others;
 - with `shar`, Lhotse Shar shards of the kept cuts in another directory (see `f5lite.prepare.shar`).
 
 A bad file never stops the run: it is reported and left out. Re-running gives the same files (no timestamps, fixed
@@ -36,8 +38,9 @@ from f5lite.atomic import write_json_atomic, write_text_atomic
 from f5lite.audio import log_mel
 from f5lite.audio.mel import check_mel_kind
 from f5lite.data.cuts import CUTS_NAME, cut_id_for, make_cut, portable_source, write_cuts
-from f5lite.data.manifest import MEL_DIR_NAME, REPORT_NAME, VOCAB_NAME
+from f5lite.data.manifest import MEL_DIR_NAME, REPORT_NAME, VAL_DIR_NAME, VAL_TESTSET_NAME, VOCAB_NAME
 from f5lite.data.mel_cache import mel_cache_path, write_mel
+from f5lite.eval.testset import write_testset
 from f5lite.prepare.checks import Limits, check_audio, check_speaking_rate, check_text
 from f5lite.prepare.layouts import SourceRow, read_source
 from f5lite.prepare.ownership import (
@@ -49,6 +52,7 @@ from f5lite.prepare.ownership import (
 )
 from f5lite.prepare.shar import DEFAULT_SHARD_SIZE, SharItem, check_shar_target, write_shar
 from f5lite.prepare.skips import SKIP_REASONS, Skip
+from f5lite.prepare.val_split import ValSplit, relocate, split_validation, testset_rows
 from f5lite.prepare.vocab_builder import VocabResult, build_vocab
 from f5lite.prepare.workers import map_in_workers
 from f5lite.text import TOKENIZER_NAMES, TextEncoder, Tokenizer, Vocab, get_tokenizer, load_vocab
@@ -67,8 +71,10 @@ class PrepareOptions:
         mels: Write the log-mel cache.
         mel_type: Mel convention of the cache and of the `frames` counts: "vocos" or "bigvgan".
         workers: Processes that check files in parallel; 1 checks them in this process.
-        shar: A directory to write Lhotse Shar shards of the kept cuts into (see `f5lite.prepare.shar`), or None.
+        shar: A directory to write Lhotse Shar shards of the training cuts into (see `f5lite.prepare.shar`), or
+            None.
         shard_size: Cuts per Shar shard.
+        val: The validation split to hold out (none by default).
     """
 
     tokenizer: str = "char"
@@ -80,6 +86,7 @@ class PrepareOptions:
     workers: int = 1
     shar: Path | None = None
     shard_size: int = DEFAULT_SHARD_SIZE
+    val: ValSplit = field(default_factory=ValSplit)
 
     def __post_init__(self) -> None:
         if self.tokenizer not in TOKENIZER_NAMES:
@@ -100,7 +107,8 @@ class PrepareResult:
     """What `prepare` wrote.
 
     Attributes:
-        cuts: The kept utterances as written to `cuts.jsonl.gz` (empty when nothing was kept and none was written).
+        cuts: The training utterances as written to `cuts.jsonl.gz` (empty when nothing was kept and none was
+            written).
         skipped: Every item left out, in input order.
         report: The content of `report.json`.
         shar_shards: How many Shar shards were written (0 without `shar`).
@@ -110,6 +118,8 @@ class PrepareResult:
     skipped: list[Skip]
     report: dict[str, Any]
     shar_shards: int = 0
+    val: list[MonoCut] = field(default_factory=list)
+    """The held-out utterances as written to `val/cuts.jsonl.gz` (with paths relative to `val/`)."""
 
 
 @dataclass(frozen=True)
@@ -204,7 +214,21 @@ def prepare(
         if options.fixed_vocab:
             kept = _skip_unknown_tokens(kept, vocab, skipped)
     cuts = _cuts(kept, out, _encoder(options.tokenizer, vocab, base_vocab, out), options.mel_type)
+    every_cut = cuts
+    val: list[MonoCut] = []
+    if cuts and options.val.active:
+        cuts, val = split_validation(cuts, options.val)
     written = {out / REPORT_NAME}
+    if val:
+        val_dir = out / VAL_DIR_NAME
+        val_dir.mkdir(exist_ok=True)
+        val = [relocate(cut, out, val_dir) for cut in val]
+        write_cuts(val_dir / CUTS_NAME, val)
+        written.add(val_dir / CUTS_NAME)
+        rows = testset_rows([c for c in every_cut if c.id in {v.id for v in val}], cuts, out)
+        if rows:
+            write_testset(val_dir / VAL_TESTSET_NAME, rows)
+            written.add(val_dir / VAL_TESTSET_NAME)
     if cuts:
         if vocab is not None:
             # The tokens come from a loaded vocab or from text split at white space, so none holds a line break;
@@ -213,14 +237,17 @@ def prepare(
             written.add(out / VOCAB_NAME)
         write_cuts(out / CUTS_NAME, cuts)
         written.add(out / CUTS_NAME)
-    outputs = sorted(p.name for p in written)
-    report = _report(source_path, out, source.layout, cuts, skipped, options, vocab, outputs)
+    outputs = sorted(p.relative_to(out).as_posix() for p in written)
+    report = _report(source_path, out, source.layout, cuts, val, skipped, options, vocab, outputs)
     # A run that keeps nothing removes the cuts it left before, so no stale cuts are trained on.
     remove_leftovers(owned, written | {k.mel_path for k in kept if k.mel_path is not None}, mel_dir)
     write_json_atomic(out / REPORT_NAME, report)
     shards = 0
     if shar_dir is not None and (cuts or shar_dir.exists()):
-        items = [SharItem(cut, k.row.audio_path, k.mel_path) for cut, k in zip(cuts, kept, strict=True)]
+        training = {cut.id for cut in cuts}
+        items = [
+            SharItem(c, k.row.audio_path, k.mel_path) for c, k in zip(every_cut, kept, strict=True) if c.id in training
+        ]
         vocab_path = out / VOCAB_NAME if vocab is not None else None
         shards = write_shar(
             shar_dir,
@@ -230,7 +257,7 @@ def prepare(
             workers=options.workers,
             progress=progress,
         )
-    return PrepareResult(cuts, skipped, report, shards)
+    return PrepareResult(cuts, skipped, report, shards, val)
 
 
 def _examine(row: SourceRow, settings: _Settings) -> _Kept | Skip:
@@ -349,13 +376,14 @@ def _report(
     out: Path,
     layout: str,
     cuts: list[MonoCut],
+    val: list[MonoCut],
     skipped: list[Skip],
     options: PrepareOptions,
     vocab: VocabResult | None,
     outputs: list[str],
 ) -> dict[str, Any]:
     by_reason = Counter(s.reason for s in skipped)
-    speakers = Counter(s.speaker for cut in cuts for s in cut.supervisions if s.speaker is not None)
+    speakers = Counter(s.speaker for cut in (*cuts, *val) for s in cut.supervisions if s.speaker is not None)
     vocab_report = None
     if vocab is not None:
         vocab_report = {
@@ -366,11 +394,22 @@ def _report(
             "added": list(vocab.added),
             "missing": dict(sorted(vocab.missing.items())),
         }
+    val_speakers = {s.speaker for cut in val for s in cut.supervisions if s.speaker is not None}
+    val_report = None
+    if options.val.active:
+        val_report = {
+            "utterances": len(val),
+            "seconds": round(sum(cut.duration for cut in val), 3),
+            "speakers": len(val_speakers),
+            "by_speaker": options.val.by_speaker,
+        }
     return {
         "input": portable_source(input_path, out),
         "layout": layout,
-        "kept": len(cuts),
-        "kept_seconds": round(sum(cut.duration for cut in cuts), 3),
+        "kept": len(cuts) + len(val),
+        "kept_seconds": round(sum(cut.duration for cut in (*cuts, *val)), 3),
+        "train": len(cuts),
+        "val": val_report,
         "speakers": dict(sorted(speakers.items())),
         "skipped_count": len(skipped),
         "skipped_by_reason": {reason: by_reason[reason] for reason in SKIP_REASONS if by_reason[reason]},

@@ -14,6 +14,10 @@ kill at any moment leaves either the old or the new checkpoint complete; `*.tmp`
 when the next run starts. Loading walks checkpoints from the newest, verifies sizes and checksums, and skips a
 damaged one with a warning.
 
+Rotation keeps the newest `keep_last` checkpoints and, with `keep_best`, the `keep_best` best-scored ones: a
+checkpoint's score is `meta["score"]` (`{"metric", "value", "lower_is_better"}`, written by the trainer when the
+checkpoint's update was evaluated); `best()` finds the best one for `f5lite-export --best`.
+
 `save` copies the tensors to CPU memory and hands them to a writer thread. With `async_save` it returns then and
 training continues while the files are written; otherwise it waits. One save is in flight at a time; its error
 surfaces at the next `save`, `wait` or `close`. `wait(timeout)` bounds the wait (a preempted job has seconds).
@@ -44,6 +48,8 @@ _META = "meta.json"
 _LATEST = "latest"
 _PREFIX = "step-"
 _TMP = ".tmp"
+SCORE = "score"
+"""Key of a checkpoint's score in its metadata: `{"metric": str, "value": float, "lower_is_better": bool}`."""
 
 
 class CheckpointSaveError(RuntimeError):
@@ -102,17 +108,30 @@ def _write_atomic_text(path: Path, text: str) -> None:
 class CheckpointStore:
     """Writes, rotates and finds training checkpoints in one directory."""
 
-    def __init__(self, root: str | Path, keep_last: int = 3, async_save: bool = False, writer: bool = True) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        keep_last: int = 3,
+        async_save: bool = False,
+        writer: bool = True,
+        *,
+        keep_best: int = 0,
+        best_metric: str | None = None,
+    ) -> None:
         """Open a checkpoint directory (nothing is written until `tidy` or `save`).
 
         Args:
             root: `RUN_DIR/checkpoints`.
-            keep_last: committed checkpoints to keep; 0 keeps all.
+            keep_last: newest committed checkpoints to keep; 0 keeps all.
             async_save: return from `save` once the tensors are copied, while a thread writes them.
             writer: whether this process writes (rank 0); other ranks only read.
+            keep_best: also keep this many best-scored checkpoints (by `best_metric`).
+            best_metric: the metric of `keep_best` (a score of another metric does not count).
         """
         self.root = Path(root)
         self.keep_last = keep_last
+        self.keep_best = keep_best
+        self.best_metric = best_metric
         self.async_save = async_save
         self.writer = writer
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt") if writer else None
@@ -226,8 +245,12 @@ class CheckpointStore:
     def _rotate(self, keep: Path) -> None:
         if self.keep_last == 0:
             return
-        for old in self.committed()[: -self.keep_last]:
-            if old == keep:
+        committed = self.committed()
+        kept = {keep, *committed[-self.keep_last :]}
+        if self.keep_best and self.best_metric is not None:
+            kept.update(self.ranked(self.best_metric)[: self.keep_best])
+        for old in committed:
+            if old in kept:
                 continue
             # Renamed first (atomic), so a kill during the removal leaves only a `*.tmp` to tidy, never a
             # half-deleted checkpoint that still looks committed.
@@ -243,6 +266,38 @@ class CheckpointStore:
             return []
         found = [(s, p) for p in self.root.iterdir() if (s := _step_of(p)) is not None and (p / _MANIFEST).is_file()]
         return [p for _, p in sorted(found)]
+
+    def ranked(self, metric: str) -> list[Path]:
+        """Committed checkpoints scored by `metric`, best first (ties: the older first); unverified.
+
+        Args:
+            metric: the score's metric name, e.g. `val/loss`.
+        """
+        scored = []
+        for path in self.committed():
+            score = _score(path)
+            if score is not None and score.get("metric") == metric and score.get("value") is not None:
+                value = float(score["value"])
+                if value == value:  # NaN never ranks
+                    sign = 1.0 if score.get("lower_is_better", True) else -1.0
+                    scored.append((sign * value, _step_of(path) or 0, path))
+        return [path for _, _, path in sorted(scored)]
+
+    def best_step(self, metric: str) -> int:
+        """The update of the best intact checkpoint by `metric` (a damaged one is skipped with a warning).
+
+        Raises:
+            ValueError: no intact checkpoint has a score of `metric`.
+        """
+        for path in self.ranked(metric):
+            problem = self._verify(path)
+            if problem is None:
+                return int(_step_of(path) or 0)
+            log.warning("skipping damaged checkpoint %s: %s", path, problem)
+        raise ValueError(
+            f"no checkpoint in {self.root} has a score of {metric} (a checkpoint is scored when its update is "
+            "evaluated: set ckpt.keep_best, with eval.every dividing ckpt.every)"
+        )
 
     def _verify(self, path: Path) -> str | None:
         """None if the checkpoint is intact, else why not."""
@@ -295,3 +350,12 @@ class CheckpointStore:
         }
         meta = json.loads((path / _META).read_text())
         return Checkpoint(step=int(manifest["step"]), path=path, tensors=tensors, meta=meta)
+
+
+def _score(path: Path) -> dict[str, Any] | None:
+    """A committed checkpoint's score from its metadata (None when it has none or the file is unreadable)."""
+    try:
+        score = json.loads((path / _META).read_text()).get(SCORE)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return score if isinstance(score, dict) else None

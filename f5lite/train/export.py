@@ -1,4 +1,4 @@
-"""Model export from a training run: `f5lite-export RUN_DIR --out DIR [--step N] [--dtype bf16] [--format ...]`.
+"""Model export from a training run: `f5lite-export RUN_DIR --out DIR [--step N | --best] [--dtype bf16] [--format ...]`.
 
 Training checkpoints are for resuming; an export is what inference and sharing need: the EMA weights, the
 architecture and the vocab. `--format f5lite` writes an f5lite export directory (`f5lite.pretrained`), which
@@ -43,6 +43,7 @@ def export_run(
     out: str | os.PathLike[str],
     *,
     step: int | None = None,
+    best: bool = False,
     dtype: str = "fp32",
     fmt: str = "f5lite",
 ) -> Path:
@@ -52,6 +53,7 @@ def export_run(
         run_dir: the training run directory.
         out: the directory to write (replaced if it is a previous export).
         step: the checkpoint's update count; default the newest intact one.
+        best: export the checkpoint with the best `ckpt.best_metric` instead (see `ckpt.keep_best`).
         dtype: `fp32`, `bf16` or `fp16`.
         fmt: `f5lite` or `f5tts`.
 
@@ -70,6 +72,10 @@ def export_run(
     if kind is not SourceKind.RUN:
         raise ValueError(f"{root} is {kind.value}, not a training run directory")
     cfg = load_run_config(root)
+    if best:
+        if step is not None:
+            raise ValueError("give --step or --best, not both")
+        step = CheckpointStore(root / CHECKPOINTS, writer=False).best_step(cfg.ckpt.best_metric)
     if cfg.finetune.lora.rank and cfg.finetune.lora.export == "adapter":
         return _export_adapter(root, Path(out), step)
     loaded = load_source(root, step=step)
@@ -131,11 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dir", help="training run directory (holds config.yaml and checkpoints/)")
     parser.add_argument("--out", required=True, help="directory to write")
     parser.add_argument("--step", type=int, default=None, help="checkpoint to export (default: the newest)")
+    parser.add_argument("--best", action="store_true", help="export the checkpoint with the best ckpt.best_metric")
     parser.add_argument("--dtype", default="fp32", help="fp32, bf16 or fp16")
     parser.add_argument("--format", default="f5lite", dest="fmt", help="f5lite (default) or f5tts")
     args = parser.parse_args(argv)
     try:
-        out = export_run(args.run_dir, args.out, step=args.step, dtype=args.dtype, fmt=args.fmt)
+        out = export_run(args.run_dir, args.out, step=args.step, best=args.best, dtype=args.dtype, fmt=args.fmt)
     except (ValueError, OSError) as err:
         sys.stderr.write(f"f5lite-export: {err}\n")
         return 2

@@ -10,8 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
+
+from f5lite.audio.images import mel_image
 
 
 class MetricLogger:
@@ -20,18 +21,21 @@ class MetricLogger:
     def log(self, metrics: dict[str, float], step: int) -> None:
         """Record scalar metrics at an optimizer update."""
 
-    def log_sample(self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int) -> None:
-        """Record a training sample: its mel `[n, mels]` as an image and its waveform `[samples]`."""
+    def log_sample(
+        self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int, tag: str = "sample"
+    ) -> None:
+        """Record a sample (`tag`: `sample` for training samples, `prompts/<id>` for the fixed prompts).
+
+        Args:
+            mel: `[n, mels]`, logged as an image.
+            audio: `[samples]` waveform.
+            sample_rate: of `audio`.
+            step: the optimizer update.
+            tag: the name it is logged under (`<tag>/mel`, `<tag>/audio`).
+        """
 
     def close(self) -> None:
         """Flush and close."""
-
-
-def mel_image(mel: torch.Tensor) -> np.ndarray:
-    """A log-mel `[n, mels]` as a `[mels, n]` uint8 image, low frequencies at the bottom."""
-    m = mel.detach().float().cpu()
-    m = (m - m.min()) / (m.max() - m.min()).clamp(min=1e-5)
-    return (m.T.flip(0) * 255).round().to(torch.uint8).numpy()
 
 
 class TensorBoardLogger(MetricLogger):
@@ -51,10 +55,12 @@ class TensorBoardLogger(MetricLogger):
         for key, value in metrics.items():
             self.writer.add_scalar(key, value, step)
 
-    def log_sample(self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int) -> None:
+    def log_sample(
+        self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int, tag: str = "sample"
+    ) -> None:
         """Write the mel image and the audio."""
-        self.writer.add_image("sample/mel", mel_image(mel), step, dataformats="HW")
-        self.writer.add_audio("sample/audio", audio.detach().float().cpu()[None], step, sample_rate=sample_rate)
+        self.writer.add_image(f"{tag}/mel", mel_image(mel), step, dataformats="HW")
+        self.writer.add_audio(f"{tag}/audio", audio.detach().float().cpu()[None], step, sample_rate=sample_rate)
 
     def close(self) -> None:
         """Flush the event file."""
@@ -76,10 +82,12 @@ class WandbLogger(MetricLogger):
         """Log scalars to the run."""
         self.run.log(metrics, step=step)
 
-    def log_sample(self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int) -> None:
+    def log_sample(
+        self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int, tag: str = "sample"
+    ) -> None:
         """Log the mel image and the audio to the run."""
         wave = audio.detach().float().cpu().numpy()
-        media = {"sample/mel": self.wandb.Image(mel_image(mel)), "sample/audio": self.wandb.Audio(wave, sample_rate)}
+        media = {f"{tag}/mel": self.wandb.Image(mel_image(mel)), f"{tag}/audio": self.wandb.Audio(wave, sample_rate)}
         self.run.log(media, step=step)
 
     def close(self) -> None:

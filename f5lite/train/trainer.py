@@ -32,6 +32,7 @@ from accelerate import Accelerator
 from tqdm import tqdm
 
 from f5lite.config import TrainConfig
+from f5lite.config.schema import PROMPT_PREFIX
 from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models.attention import sdpa_backend
@@ -47,8 +48,10 @@ from f5lite.storage.rundir import (
     vocab_hash,
     write_run_files,
 )
-from f5lite.storage.store import Checkpoint, CheckpointStore
+from f5lite.storage.store import SCORE, Checkpoint, CheckpointStore
 from f5lite.storage.tree import flatten, unflatten
+from f5lite.train.best import BestTracker
+from f5lite.train.evaluation import Evaluator, prompts_due, validation_due
 from f5lite.train.export import export_run
 from f5lite.train.loggers import MetricLogger, make_logger
 from f5lite.train.ranks import agree, any_rank, broadcast_tensors, check_distributed_type, distributed
@@ -147,21 +150,36 @@ class Trainer:
         self.applied = torch.zeros((), dtype=torch.int64, device=self.device)
         self.bad_total = torch.zeros((), dtype=torch.int64, device=self.device)
         self.bad_streak = torch.zeros((), dtype=torch.int64, device=self.device)
-        self.store = CheckpointStore(self.run_dir / CHECKPOINTS, cfg.ckpt.keep_last, cfg.ckpt.async_save, self.main)
+        self.store = CheckpointStore(
+            self.run_dir / CHECKPOINTS,
+            cfg.ckpt.keep_last,
+            cfg.ckpt.async_save,
+            self.main,
+            keep_best=cfg.ckpt.keep_best,
+            best_metric=cfg.ckpt.best_metric,
+        )
         self._consumed = 0
         self._window_ok: list[torch.Tensor] = []
         self._streak_before_window = 0  # bad updates in a row at the start of the current logging window
-        self.samples: SampleLogger | None = None
-        if cfg.logger.sample_every:
-            agree(self.main, self._make_sample_logger)
+        self.best = BestTracker(cfg.ckpt.best_metric, cfg.eval.patience)
+        self._score: float | None = None  # `ckpt.best_metric` measured at the current update, if it was
+        self.finished = False  # stopped early: a relaunch has nothing left to train
+        self.evaluator: Evaluator | None = None
+        agree(self.main, self._make_evaluator)
         self._resume()
         if self.main:  # everything that could refuse this launch has passed: now the run directory may change
             write_run_files(self.run_dir, cfg, vocab)
             self.store.tidy()
         self.acc.wait_for_everyone()
 
-    def _make_sample_logger(self) -> None:
-        self.samples = SampleLogger(self.cfg, self.data.encoder.num_embeds, self.device)
+    def _make_evaluator(self) -> None:
+        """Rank 0: load the validation data, prompts, metrics and vocoder (failing here, before training)."""
+        self.evaluator = Evaluator(self.cfg, self.data.encoder, self.device, self.acc.autocast, self.run_dir / LOGS)
+
+    @property
+    def samples(self) -> SampleLogger | None:
+        """The training-sample logger (rank 0, with `logger.sample_every`)."""
+        return None if self.evaluator is None else self.evaluator.samples
 
     # ------------------------------------------------------------------------------------------ checkpoints
 
@@ -186,6 +204,8 @@ class Trainer:
         self.bad_total.fill_(int(meta["bad_total"]))
         self.bad_streak.fill_(int(meta["bad_streak"]))
         self._streak_before_window = int(meta["bad_streak"])
+        self.best.load_state_dict(meta.get("best"))
+        self.finished = bool(meta.get("finished", False))
         if self.main:
             log.info("resumed from %s (update %d)", picked[0].path, self.update)
 
@@ -235,7 +255,11 @@ class Trainer:
             "identity": self.identity,
             "vocab": self.vocab_hash,
             "torch": torch.__version__,
+            "best": self.best.state_dict(),
+            "finished": self.finished,
         }
+        if self._score is not None:
+            meta[SCORE] = {"metric": self.best.metric, "value": self._score, "lower_is_better": self.best.lower}
         model = self.backbone.state_dict()
         if self.trainable is not None:  # the frozen base comes back from init.weights
             model = {k: model[k] for k in self.trainable}
@@ -362,7 +386,11 @@ class Trainer:
         try:
             batches = self._micro_batches()
             last = cfg.optim.max_updates if until is None else min(until, cfg.optim.max_updates)
-            while self.update < last:
+            if self.finished and self.main:
+                log.info(
+                    "%s stopped early at update %d (eval.patience): nothing left to train", cfg.run_name, self.update
+                )
+            while self.update < last and not self.finished:
                 group = next(batches)
                 window_loss = window_loss + self.train_update(group)
                 window_frames += sum(int(b.mel_lengths.sum()) for b in group)
@@ -372,16 +400,15 @@ class Trainer:
                     self._log(logger, bar, window_loss / len(window_paths), window_frames, window_start, window_paths)
                     window_loss = torch.zeros((), device=self.device)
                     window_frames, window_start, window_paths = 0, time.perf_counter(), []
-                if self.samples is not None and self.update % cfg.logger.sample_every == 0:
-                    self.samples.log(logger, self.ema_weights(), group[0], self.update)
-                if self.update % cfg.ckpt.every == 0 or self.update == last:
+                self._evaluate(logger, group[0])
+                if self.update % cfg.ckpt.every == 0 or self.update == last or self.finished:
                     self.save()
                 if self.update % check_every == 0:
                     signum = any_rank(stop.signum or 0, self.device)
                     if signum:
                         self._stop(signum)
             self.store.wait()
-            if self.update >= cfg.optim.max_updates and self.main:
+            if (self.update >= cfg.optim.max_updates or self.finished) and self.main:
                 export_run(self.run_dir, self.run_dir / EXPORT, dtype=cfg.ckpt.export_dtype)
         finally:
             bar.close()
@@ -429,6 +456,38 @@ class Trainer:
         state = {k: v.detach() for k, v in self.backbone.state_dict().items()}
         state.update({k: v.to(state[k].device) for k, v in self.ema.state_dict().items()})
         return merge_lora(state, LoraSettings.from_config(self.cfg.finetune.lora).scaling)
+
+    def online_weights(self) -> dict[str, torch.Tensor]:
+        """The online (trained) weights as a plain backbone state dict (LoRA adapters folded in)."""
+        state = {k: v.detach() for k, v in self.backbone.state_dict().items()}
+        if self.trainable is None:
+            return state
+        return merge_lora(state, LoraSettings.from_config(self.cfg.finetune.lora).scaling)
+
+    def _evaluate(self, logger: MetricLogger, batch: Batch) -> None:
+        """Evaluate when due (rank 0); track `ckpt.best_metric`; stop early after `eval.patience` (all ranks)."""
+        cfg = self.cfg
+        self._score = None
+        results = {}
+        if self.evaluator is not None:
+            results = self.evaluator.run(self.update, logger, batch, self.ema_weights, self.online_weights)
+        metric = cfg.ckpt.best_metric
+        due = prompts_due if metric.startswith(PROMPT_PREFIX) else validation_due
+        if not due(cfg, self.update) or not (cfg.ckpt.keep_best or cfg.eval.patience):
+            return
+        stop = 0
+        if self.main:
+            self._score = results.get(metric, math.nan)
+            if self.best.observe(self._score, self.update):
+                log.info("update %d: new best %s=%.4g", self.update, metric, self._score)
+            stop = int(self.best.should_stop())
+        if cfg.eval.patience and any_rank(stop, self.device):
+            self.finished = True
+            if self.main:
+                log.info(
+                    "stopping early: %s has not improved for %d evaluations (best %.4g at update %s)",
+                    metric, cfg.eval.patience, self.best.value, self.best.update,
+                )  # fmt: skip
 
     def _log(
         self, logger: MetricLogger, bar: tqdm, loss: torch.Tensor, frames: int, start: float, paths: list[list[str]]

@@ -1,0 +1,127 @@
+r"""f5lite-eval: synthesize a test set with a model (or take audio already made) and score it.
+
+Usage:
+  f5lite-eval model=PATH testset=FILE output=DIR [metrics=[wer,sim,mos,mel]] [key=value ...]
+  f5lite-eval audio_dir=DIR testset=FILE output=DIR [key=value ...]
+
+Examples:
+  f5lite-eval model=runs/my_run testset=data/my_set/val.lst output=eval/my_run sample.steps=16
+  f5lite-eval model=F5TTS_v1_Base/model_1250000.safetensors recipe=dit_base vocab=F5TTS_v1_Base/vocab.txt \\
+      vocoder_path=vocos-mel-24khz/ testset=seedtts_testset/en/meta.lst output=eval/v1_base \\
+      asr=whisper:whisper-large-v3/ speaker=wavlm:wavlm-base-plus-sv/
+  f5lite-eval audio_dir=seedtts_testset/en/wavs testset=seedtts_testset/en/meta.lst output=eval/ground_truth
+
+Keys (configs/eval.yaml, schema f5lite/config/eval_schema.py):
+  model         an f5lite export or run directory, or an official F5-TTS .safetensors/.pt (with recipe= and vocab=)
+  audio_dir     instead of model: score <id>.wav (or .flac, .ogg, .mp3) found there
+  testset       id|ref_audio|ref_text|gen_text|gt_audio with that header (gt_audio optional, paths relative to the
+                file), or seed-tts-eval's meta.lst (id|ref_text|ref_audio|gen_text[|gt_audio])
+  output        directory of results.jsonl, summary.json, report.html and audio/<id>.wav; a rerun with the same
+                settings resumes there, any other non-empty directory is refused
+  metrics       any of wer (cer for lang=zh), sim, mos, mel (default: all; mel needs gt_audio)
+  asr           pocketsphinx (default), whisper:<dir or hub id>, faster-whisper:<dir or size>, paraformer:<dir>
+  speaker       resemblyzer (default), wavlm:<dir or hub id>
+  mos           dnsmos (default)
+  lang          en (default) or zh
+  limit         evaluate only the first N rows
+  report_items  how many items, worst first, report.html embeds audio and mels for (default 20)
+  seed          base seed (default 0): each row's seed is derived from it and the row's id
+  vocoder       vocos (default) or griffinlim (no weights); vocoder_path: a local Vocos directory or hub id
+  device        auto (default), cpu, cuda, cuda:N; dtype: fp32 (default), bf16, fp16
+  cross_fade    seconds of cross-fade between chunks (default 0.15); compile: true compiles the model
+  sample.*      steps method schedule sway cfg_strength cfg_zero_init_steps cfg_zero_star speed
+
+Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, mos and vocoder_path are taken verbatim.
+Every input is checked before the first row is synthesized; a bad one prints one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from hydra.core.config_store import ConfigStore
+
+from f5lite.config.compose import compose_structured
+from f5lite.config.eval_schema import EvalConfig
+from f5lite.config.structured import open_structured
+from f5lite.eval.outdir import REPORT_FILE
+from f5lite.eval.run import evaluate
+
+# The same short spellings of sampler-section keys as f5lite-infer.
+_ALIASES = {"seed": "sample.seed", "vocoder": "sample.vocoder", "vocoder_path": "sample.vocoder_source"}
+_VOCODER_SPELLINGS = {"griffinlim": "griffin_lim"}
+# Paths and backend specs (`whisper:/models/large-v3`): set verbatim instead of going through Hydra's grammar.
+_LITERAL_KEYS = {
+    "model",
+    "recipe",
+    "vocab",
+    "audio_dir",
+    "testset",
+    "output",
+    "asr",
+    "speaker",
+    "mos",
+    "sample.vocoder_source",
+}
+
+
+def compose_eval_config(args: Sequence[str]) -> EvalConfig:
+    """Compose the `f5lite-eval` config from command-line `key=value` arguments.
+
+    Args:
+        args: the arguments, e.g. ``["model=exp/", "testset=test.lst", "output=eval/", "metrics=[wer,sim]"]``.
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ValueError: an unknown key or a bad value, in one line naming the key.
+    """
+    # The schema is stored next to train's and infer's (which `compose_structured` registers) on every call, so
+    # that it is there whichever entry point composed first in this process.
+    ConfigStore.instance().store(name="eval_schema", node=open_structured(EvalConfig))
+    overrides: list[str] = []
+    literals: dict[str, str] = {}
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        key = _ALIASES.get(key, key)
+        if key == "sample.vocoder":
+            value = _VOCODER_SPELLINGS.get(value, value)
+        if sep and key in _LITERAL_KEYS:
+            literals[key] = value
+        else:
+            overrides.append(f"{key}{sep}{value}")
+    cfg = compose_structured(overrides, config_name="eval", literals=literals)
+    if not isinstance(cfg, EvalConfig):
+        raise TypeError(f"configs/eval.yaml composed a {type(cfg).__name__}, not an EvalConfig")
+    return cfg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `f5lite-eval`.
+
+    Args:
+        argv: `key=value` arguments (default: the command line).
+
+    Returns:
+        Exit status: 0, or 2 for bad input (after one line on stderr).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in args):
+        sys.stdout.write(__doc__ or "")
+        return 0
+    try:
+        outcome = evaluate(compose_eval_config(args), progress=True)
+    except (ValueError, OSError, ImportError) as err:
+        message = " ".join(str(err).split()) or type(err).__name__
+        sys.stderr.write(f"f5lite-eval: error: {message}\n")
+        return 2
+    means = outcome.summary["means"]
+    shown = ", ".join(f"{k}={v:.4g}" for k, v in means.items() if k != "count")
+    sys.stdout.write(f"{len(outcome.rows)} items: {shown}\nwrote {outcome.output / REPORT_FILE}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

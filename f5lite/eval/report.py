@@ -1,0 +1,228 @@
+"""`report.html`: one self-contained page to read an evaluation and listen to its worst items.
+
+The page holds a summary table (the model's means next to the ground-truth floor), then every item, worst first by
+the primary metric (`wer` or `cer` when scored, else the first metric with a direction). The first `embed` items
+carry their audio (output, reference, ground truth) as FLAC data URIs and their mel-spectrograms as PNG data URIs;
+the rest are table rows only, which keeps the page to a few megabytes per 10 embedded items of 5 s. Nothing is
+loaded from elsewhere, so the file can be mailed or attached to a run as it is. All text is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import soundfile as sf
+from torch import Tensor
+
+from f5lite.atomic import write_text_atomic
+from f5lite.audio import SAMPLE_RATE, load_audio, log_mel
+from f5lite.audio.images import mel_image
+from f5lite.eval.metrics import LOWER_IS_BETTER
+from f5lite.eval.png import grey_png
+from f5lite.eval.testset import TestRow
+
+_PRIMARY = ("wer", "cer")
+_NON_METRIC = ("id", "gen_text", "audio", "seconds", "seed", "gt", "transcript")
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin-bottom: 1.5em; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; text-align: left; }
+th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.text { max-width: 28em; }
+.heard { color: #666; }
+figure { margin: 0 0 6px 0; }
+figcaption { font-size: 12px; color: #555; }
+audio { height: 32px; width: 260px; display: block; }
+img.mel { height: 100px; image-rendering: pixelated; display: block; max-width: 40em; }
+pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
+"""
+
+
+def metric_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The numeric metric keys found in the rows, in the order they first appear.
+
+    Args:
+        rows: result rows.
+
+    Returns:
+        The keys (e.g. `["wer", "sim", "mos", "mel_l1", "mcd", "f0_rmse"]`).
+    """
+    columns: dict[str, None] = {}
+    for row in rows:
+        for key, value in row.items():
+            if key not in _NON_METRIC and isinstance(value, (int, float)) and not isinstance(value, bool):
+                columns.setdefault(key)
+    return list(columns)
+
+
+def primary_metric(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The metric the items are ranked by: `wer` or `cer` when present, else the first with a known direction.
+
+    Args:
+        rows: result rows.
+
+    Returns:
+        The key, or None when no row has a ranked metric.
+    """
+    columns = metric_columns(rows)
+    for key in (*_PRIMARY, *columns):
+        if key in columns and key in LOWER_IS_BETTER:
+            return key
+    return None
+
+
+def worst_first(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows ordered worst first by the primary metric; rows without it (or NaN) last, ties in their order.
+
+    Args:
+        rows: result rows.
+
+    Returns:
+        A new list of the same rows.
+    """
+    key = primary_metric(rows)
+    if key is None:
+        return list(rows)
+    sign = -1.0 if LOWER_IS_BETTER[key] else 1.0
+
+    def rank(row: Mapping[str, Any]) -> tuple[bool, float]:
+        value = row.get(key)
+        if not isinstance(value, (int, float)) or math.isnan(value):
+            return True, 0.0
+        return False, sign * float(value)
+
+    return sorted(rows, key=rank)
+
+
+def write_report(
+    path: Path,
+    summary: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    testset: Mapping[str, TestRow],
+    output: Path,
+    embed: int,
+) -> None:
+    """Write `report.html`.
+
+    Args:
+        path: the file to write (replaced atomically).
+        summary: the run's summary (`means`, `ground_truth`, `settings`, ...).
+        rows: every row's results.
+        testset: the test-set rows by id (for the reference and ground-truth audio).
+        output: the output directory, against which relative `audio` paths are read.
+        embed: how many items, worst first, get embedded audio and mel images.
+    """
+    columns = metric_columns(rows)
+    key = primary_metric(rows)
+    settings = summary.get("settings", {})
+    source = settings.get("model") or settings.get("audio_dir") or ""
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>f5lite-eval: {_esc(source)}</title><style>{_STYLE}</style></head><body>",
+        "<h1>f5lite-eval report</h1>",
+        f"<p>Scored: <code>{_esc(source)}</code><br>Test set: <code>{_esc(settings.get('testset', ''))}</code> "
+        f"({len(rows)} items)</p>",
+        "<h2>Summary</h2>",
+        _summary_table(summary, columns),
+        "<p>Ground truth: each row's <code>gt_audio</code> scored as if it were the output (the mel metrics compare "
+        "with it, so it has none): the floor the model's numbers are read against.</p>",
+        f"<h2>Items, worst first{f' by {_esc(key)}' if key else ''}</h2>",
+        f"<p>Audio and mel images for the first {min(embed, len(rows))} of {len(rows)} items.</p>",
+        _items_table(worst_first(rows), columns, testset, output, embed),
+        "<h2>Settings and versions</h2>",
+        f"<pre>{_esc(json.dumps({k: v for k, v in summary.items() if k not in ('means', 'ground_truth')}, indent=2))}</pre>",
+        "</body></html>",
+    ]
+    write_text_atomic(path, "\n".join(parts) + "\n")
+
+
+def _summary_table(summary: Mapping[str, Any], columns: Sequence[str]) -> str:
+    means = summary.get("means") or {}
+    floor = summary.get("ground_truth") or {}
+    lines = [
+        '<table id="summary"><thead><tr><th>metric</th><th>better</th><th>model</th><th>ground truth</th></tr></thead>',
+        "<tbody>",
+    ]
+    for key in columns:
+        better = "" if key not in LOWER_IS_BETTER else "lower" if LOWER_IS_BETTER[key] else "higher"
+        lines.append(
+            f"<tr><td>{_esc(key)}</td><td>{better}</td><td class='num'>{_number(means.get(key))}</td>"
+            f"<td class='num'>{_number(floor.get(key))}</td></tr>"
+        )
+    lines.append(
+        f"<tr><td>items</td><td></td><td class='num'>{_count(means.get('count'))}</td>"
+        f"<td class='num'>{_count(floor.get('count'))}</td></tr>"
+    )
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def _items_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], testset: Mapping[str, TestRow], output: Path, embed: int
+) -> str:
+    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
+    lines = [f'<table id="items"><thead><tr><th>#</th><th>id</th>{head}<th>text</th><th>audio</th></tr></thead><tbody>']
+    for rank, row in enumerate(rows, start=1):
+        cells = "".join(f"<td class='num'>{_number(row.get(c))}</td>" for c in columns)
+        text = f"<div>{_esc(row.get('gen_text', ''))}</div>"
+        if isinstance(row.get("transcript"), str):
+            text += f"<div class='heard'>heard: {_esc(row['transcript'])}</div>"
+        media = _media(row, testset.get(str(row["id"])), output) if rank <= embed else ""
+        lines.append(
+            f"<tr class='item' id='item-{_esc(row['id'])}'><td>{rank}</td><td>{_esc(row['id'])}</td>{cells}"
+            f"<td class='text'>{text}</td><td class='media'>{media}</td></tr>"
+        )
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def _media(row: Mapping[str, Any], test_row: TestRow | None, output: Path) -> str:
+    audio = Path(str(row["audio"]))
+    clips: list[tuple[str, Path]] = [("output", audio if audio.is_absolute() else output / audio)]
+    if test_row is not None:
+        clips.append(("reference", test_row.ref_audio))
+        if test_row.gt_audio is not None:
+            clips.append(("ground truth", test_row.gt_audio))
+    figures = []
+    for label, file in clips:
+        wave = load_audio(file)
+        mel = "" if label == "reference" else f"<img class='mel' alt='mel of {label}' src='{_png_uri(wave)}'>"
+        figures.append(
+            f"<figure><figcaption>{label}</figcaption><audio controls preload='none' src='{_flac_uri(wave)}'>"
+            f"</audio>{mel}</figure>"
+        )
+    return "".join(figures)
+
+
+def _flac_uri(wave: Tensor) -> str:
+    buffer = io.BytesIO()
+    sf.write(buffer, wave.clamp(-1.0, 1.0).numpy(), SAMPLE_RATE, format="FLAC", subtype="PCM_16")
+    return "data:audio/flac;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _png_uri(wave: Tensor) -> str:
+    image = mel_image(log_mel(wave[None])[0])
+    return "data:image/png;base64," + base64.b64encode(grey_png(image)).decode("ascii")
+
+
+def _number(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return ""
+    return "nan" if math.isnan(value) else f"{value:.3f}"
+
+
+def _count(value: object) -> str:
+    return str(int(value)) if isinstance(value, (int, float)) else ""
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=True)

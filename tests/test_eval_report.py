@@ -1,0 +1,100 @@
+"""`report.html`: items worst first, escaped text, a cap on embedded media that decodes; and the PNG encoder."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from eval_cli_assets import eval_rows
+
+from f5lite.audio import load_audio
+from f5lite.eval.png import grey_png
+from f5lite.eval.report import primary_metric, worst_first, write_report
+
+NAN = float("nan")
+
+
+def ids(rows) -> list[str]:
+    return [r["id"] for r in rows]
+
+
+def test_worst_first_follows_each_metric_s_direction() -> None:
+    rows = [{"id": "a", "wer": 0.1, "sim": 0.9}, {"id": "b", "wer": 0.5, "sim": 0.2}, {"id": "c", "sim": 0.5},
+            {"id": "d", "wer": NAN, "sim": 0.1}, {"id": "e", "wer": 0.3, "sim": 0.4}]  # fmt: skip
+    assert primary_metric(rows) == "wer"
+    assert ids(worst_first(rows)) == ["b", "e", "a", "c", "d"]  # highest error first, no value (or NaN) last
+    only_sim = [{k: v for k, v in r.items() if k != "wer"} for r in rows]
+    assert primary_metric(only_sim) == "sim"
+    assert ids(worst_first(only_sim)) == ["d", "b", "e", "c", "a"]  # lowest similarity first
+
+
+def test_primary_metric_prefers_the_error_rate_and_skips_undirected_keys() -> None:
+    assert primary_metric([{"id": "a", "sim": 0.5, "cer": 0.1}]) == "cer"
+    assert primary_metric([{"id": "a", "seconds": 2.0, "novel": 1.0, "mcd": 3.0}]) == "mcd"
+    assert primary_metric([{"id": "a", "transcript": "hi"}]) is None
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> tuple[Path, list[dict]]:
+    """A report of three items over demo clips standing in for the output (the third without ground truth)."""
+    test_rows = eval_rows(with_gt=2)
+    rows = [
+        {"id": t.id, "gen_text": t.gen_text, "audio": str(t.ref_audio), "wer": wer, "transcript": f"heard {t.id}"}
+        for t, wer in zip(test_rows, (0.2, 0.6, 0.4), strict=True)
+    ]
+    rows[0]["gen_text"] = "<script>alert('x')</script> & \"quotes\""
+    summary = {
+        "means": {"wer": 0.4, "count": 3},
+        "ground_truth": {"wer": 0.05, "count": 2},
+        "settings": {"model": "runs/<m>", "testset": "t.lst"},
+    }
+    page = tmp_path / "report.html"
+    write_report(page, summary, rows, {t.id: t for t in test_rows}, tmp_path, embed=2)
+    return page, rows
+
+
+def test_report_tables_escape_and_order(report) -> None:
+    page, rows = report
+    text = page.read_text()
+    summary_table = text[text.index('<table id="summary">') : text.index("</table>")]
+    assert re.search(r"<td>wer</td><td>lower</td><td class='num'>0.400</td><td class='num'>0.050</td>", summary_table)
+    assert "<td class='num'>3</td><td class='num'>2</td>" in summary_table
+    assert re.findall(r"<tr class='item' id='item-([^']+)'>", text) == [rows[1]["id"], rows[2]["id"], rows[0]["id"]]
+    assert (
+        "<script>" not in text and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quotes&quot;" in text
+    )
+    assert "runs/&lt;m&gt;" in text and "heard: heard " in text
+
+
+def test_report_embeds_decodable_audio_and_mels_for_the_worst_items_only(report) -> None:
+    page, rows = report
+    text = page.read_text()
+    items = text.split("<tr class='item'")[1:]
+    # embed=2: the two worst (row 1 with ground truth: 3 clips, 2 mels; row 2 without: 2 clips, 1 mel), not row 0.
+    assert [item.count("<audio") for item in items] == [3, 2, 0]
+    assert [item.count("<img class='mel'") for item in items] == [2, 1, 0]
+    first_clip = re.search(r"src='data:audio/flac;base64,([^']+)'", items[0])
+    assert first_clip is not None
+    decoded, rate = sf.read(io.BytesIO(base64.b64decode(first_clip.group(1))), dtype="float32")
+    original = load_audio(rows[1]["audio"]).numpy()
+    assert rate == 24000 and decoded.shape == original.shape
+    assert np.abs(decoded - original).max() < 2 / 32768  # 16-bit FLAC of the clip
+    image = re.search(r"<img class='mel' alt='mel of output' src='data:image/png;base64,([^']+)'>", items[0])
+    assert image is not None
+    pil = pytest.importorskip("PIL.Image")
+    mel = pil.open(io.BytesIO(base64.b64decode(image.group(1))))
+    assert mel.mode == "L" and mel.size == (len(original) // 256 + 1, 100)  # [frames, mels] as width x height
+
+
+def test_grey_png_decodes_to_the_same_pixels() -> None:
+    pil = pytest.importorskip("PIL.Image")
+    image = np.random.default_rng(0).integers(0, 256, size=(7, 13), dtype=np.uint8)
+    decoded = np.asarray(pil.open(io.BytesIO(grey_png(image))))
+    assert decoded.dtype == np.uint8 and np.array_equal(decoded, image)
+    with pytest.raises(ValueError, match="uint8 image"):
+        grey_png(image.astype(np.float32))

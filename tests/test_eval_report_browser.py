@@ -1,0 +1,76 @@
+"""`f5lite-eval` on a trained tiny model, every metric, its `report.html` opened in headless Chromium.
+
+Needs `/usr/bin/chromium` (Debian: `apt-get install -y chromium`; `make test-browser` runs this) and the `eval`
+extra's offline backends. The screenshot is kept in `build/test-artifacts/` (ignored by git, removed by `make clean`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from eval_cli_assets import make_testset
+from trainer_helpers import make
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "build" / "test-artifacts"
+# Appended to a copy of the report: asks every player to load its clip and counts the ones Chromium decodes into
+# attributes of <body>, which --dump-dom prints once the virtual-time budget has run out.
+PROBE = """
+<script>
+let decoded = 0, failed = 0;
+for (const audio of document.querySelectorAll('audio')) {
+  audio.addEventListener('loadedmetadata', () => { if (audio.duration > 0) document.body.dataset.decoded = ++decoded; });
+  audio.addEventListener('error', () => { document.body.dataset.failed = ++failed; });
+  audio.preload = 'auto';
+  audio.load();
+}
+</script>
+"""
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess[str]:
+    # --no-sandbox: the test may run as root in a container, where Chromium's sandbox cannot start.
+    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="needs /usr/bin/chromium (apt-get install -y chromium)")
+def test_report_of_a_trained_model_opens_in_chromium(tmp_path: Path) -> None:
+    for package in ("jiwer", "pocketsphinx", "resemblyzer", "speechmos"):
+        pytest.importorskip(package, reason="the eval extra's offline backends: pip install 'f5lite[eval]'")
+    make(tmp_path, "optim.max_updates=5").fit()
+    testset = make_testset(tmp_path / "test.lst")
+    out = tmp_path / "eval"
+    script = Path(sys.executable).parent / "f5lite-eval"
+    command = [str(script), f"model={tmp_path / 'run'}", f"testset={testset}", f"output={out}", "vocoder=griffinlim"]
+    done = subprocess.run([*command, "sample.steps=4", "device=cpu"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all({"wer", "transcript", "sim", "mos"} <= row.keys() for row in rows)
+    summary = json.loads((out / "summary.json").read_text())
+    assert {"wer", "sim", "mos", "mel_l1"} <= summary["means"].keys() and summary["ground_truth"]["count"] == 2
+
+    probe = tmp_path / "probe.html"
+    probe.write_text((out / "report.html").read_text().replace("</body>", PROBE + "</body>"))
+    dom = chromium("--virtual-time-budget=20000", "--dump-dom", probe.as_uri()).stdout
+    summary_rows = re.search(r'<table id="summary">.*?</table>', dom, re.S)
+    assert summary_rows is not None and summary_rows.group(0).count("<tr>") == 1 + len(summary["means"])
+    assert len(re.findall(r'<tr class="item" id="item-', dom)) == 3
+    sources = re.findall(r'<audio [^>]*src="([^"]*)"', dom)
+    assert len(sources) == 3 + 3 + 2 and all(s.startswith("data:audio/flac;base64,") for s in sources)
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body is not None and f'data-decoded="{len(sources)}"' in body.group(1) and "data-failed" not in body.group(1)
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot = ARTIFACTS / "eval-report.png"
+    chromium(f"--screenshot={screenshot}", (out / "report.html").as_uri())
+    assert screenshot.stat().st_size > 10_000
+    shutil.copy(out / "report.html", ARTIFACTS / "eval-report.html")
+    print(f"screenshot: {screenshot}")
