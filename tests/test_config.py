@@ -243,3 +243,12 @@ def test_config_roots_prefers_the_checkout(tmp_path):
     broken.mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="reinstall"):
         config_roots(broken)
+
+
+def test_every_backbone_family_has_a_schema_and_a_model_config() -> None:
+    from f5lite.config.model import MODEL_SCHEMAS
+    from f5lite.models import BACKBONES
+    from f5lite.paths import config_roots
+
+    assert set(MODEL_SCHEMAS) == set(BACKBONES)
+    assert all((config_roots()[0] / "model" / f"{name}.yaml").is_file() for name in BACKBONES)

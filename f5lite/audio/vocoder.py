@@ -33,6 +33,8 @@ from f5lite.audio.mel import (
 )
 
 VOCODER_NAMES = ("vocos", "griffin_lim")
+VOCODER_SPELLINGS = {"griffinlim": "griffin_lim"}
+"""Other spellings users type for a vocoder name (F5-TTS's CLI says `griffinlim`), and the name they mean."""
 DEFAULT_VOCOS_REPO = "charactr/vocos-mel-24khz"
 VOCOS_CONFIG_FILE = "config.yaml"
 VOCOS_WEIGHTS_FILE = "pytorch_model.bin"

@@ -35,13 +35,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from f5lite.audio import save_audio
+from f5lite.audio.vocoder import VOCODER_SPELLINGS
 from f5lite.config.compose import compose_structured
 from f5lite.config.infer_schema import InferConfig
 from f5lite.infer.synthesizer import Synthesizer
 
 # The command-line contract's short spellings of sampler-section keys (the schema keeps one place for each).
 _ALIASES = {"seed": "sample.seed", "vocoder": "sample.vocoder", "vocoder_path": "sample.vocoder_source"}
-_VOCODER_SPELLINGS = {"griffinlim": "griffin_lim"}
 # Free text and paths: set verbatim instead of going through Hydra's override grammar.
 _LITERAL_KEYS = {
     "model",
@@ -74,7 +74,7 @@ def compose_infer_config(args: Sequence[str]) -> InferConfig:
         key, sep, value = arg.partition("=")
         key = _ALIASES.get(key, key)
         if key == "sample.vocoder":
-            value = _VOCODER_SPELLINGS.get(value, value)
+            value = VOCODER_SPELLINGS.get(value, value)
         if sep and key in _LITERAL_KEYS:
             literals[key] = value
         else:

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, load_vocoder, log_mel, normalize_rms, restore_rms
-from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, GriffinLimVocoder
+from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_SPELLINGS, GriffinLimVocoder
 from f5lite.infer.chunking import chunk_text, max_chunk_bytes, prepare_ref_text
 from f5lite.infer.crossfade import crossfade
 from f5lite.infer.loading import load_model, resolve_device
@@ -150,7 +150,7 @@ class Synthesizer:
 
 
 def _build_vocoder(name: str, source: str | os.PathLike[str] | None, mel_type: str, device: torch.device) -> Vocoder:
-    name = "griffin_lim" if name == "griffinlim" else name
+    name = VOCODER_SPELLINGS.get(name, name)
     if name == "griffin_lim":
         if source is not None:
             raise ValueError("vocoder_path is for vocos; griffinlim has no weights")

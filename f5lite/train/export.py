@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="directory to write")
     parser.add_argument("--step", type=int, default=None, help="checkpoint to export (default: the newest)")
     parser.add_argument("--best", action="store_true", help="export the checkpoint with the best ckpt.best_metric")
-    parser.add_argument("--dtype", default="fp32", help="fp32, bf16 or fp16")
+    parser.add_argument("--dtype", default="fp32", help=", ".join(WEIGHT_DTYPES))
     parser.add_argument("--format", default="f5lite", dest="fmt", help="f5lite (default) or f5tts")
     args = parser.parse_args(argv)
     try:
