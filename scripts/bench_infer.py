@@ -60,7 +60,7 @@ RESULTS_DIR = REPO / "scripts" / "results"
 VOCOS_CONFIG = REPO / "tests" / "assets" / "vocos" / "config.yaml"
 
 TEXT_NUM_EMBEDS = F5TTS_VOCAB_SIZE  # also for recipes that take it from a vocab.txt
-# The mid-size DiT (the model F5-TTS's reference timings below were taken with).
+# The mid-size DiT, the model of the side-by-side F5-TTS comparisons (scripts/compare_f5tts_*.py).
 MID_DIT: dict[str, Any] = {**BENCH_MID_DIT, "text_num_embeds": TEXT_NUM_EMBEDS}
 QUICK_DIT: dict[str, Any] = {
     "dim": 64,
@@ -76,10 +76,6 @@ TEXT_IDS_PER_SECOND = 15  # about the characters per second of read English spee
 CFG_STRENGTH = 2.0
 SWAY = -1.0
 FRAMES_PER_SECOND = SAMPLE_RATE / HOP_LENGTH
-
-# F5-TTS 1.1.20 on the mid-size DiT, 5 s of audio, 2 CPU threads on the 2-core dev machine, in seconds.
-F5TTS_CPU_SECONDS = {"32 uniform": 13.0, "7 EPSS": 2.6}
-TARGET_RATIO = 0.85  # f5lite's "7 EPSS + CFG-Zero*" at most this times F5-TTS's "7 EPSS"
 
 
 BASE_OPTIONS = SamplerOptions(cfg_strength=CFG_STRENGTH, sway=SWAY)
@@ -370,38 +366,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "note": args.note,
         "results": rows,
     }
-    report["f5tts_comparison"] = f5tts_comparison(report)
     return report
-
-
-def f5tts_comparison(report: dict[str, Any]) -> dict[str, Any] | None:
-    """F5-TTS's CPU timings next to ours at batch 1, for runs of their model on a CPU with 5 s of audio.
-
-    F5-TTS's timings do not say whether their "5 s of audio" followed a reference or included it, so both a run of 5 s
-    generated and one of 5 s reference plus generated are compared; `basis` says which, `dtype` ours.
-    """
-    total_seconds = report["ref_seconds"] + report["audio_seconds"]
-    if abs(report["audio_seconds"] - 5.0) < 0.05:
-        basis = f"5 s generated after {report['ref_seconds']:.2f} s of reference"
-    elif abs(total_seconds - 5.0) < 0.05:
-        basis = f"5 s in all: {report['ref_seconds']:.2f} s reference + {report['audio_seconds']:.2f} s generated"
-    else:
-        return None
-    ours = {row["setting"]: row["sample_s"] for row in report["results"] if row["batch"] == 1}
-    on_their_model = report["model"] == {"backbone": "dit", **MID_DIT, "parameters": report["model"]["parameters"]}
-    if report["device"] != "cpu" or report["quick"] or not on_their_model or "7 EPSS + CFG-Zero*" not in ours:
-        return None
-    ratio = ours["7 EPSS + CFG-Zero*"] / F5TTS_CPU_SECONDS["7 EPSS"]
-    return {
-        "basis": basis,
-        "dtype": report["dtype"],
-        "compile": report.get("compile", False),
-        "f5tts_s": F5TTS_CPU_SECONDS,
-        "f5lite_s": {name: ours[name] for name in (*F5TTS_CPU_SECONDS, "7 EPSS + CFG-Zero*")},
-        "ratio_7_epss_cfg_zero_to_f5tts_7_epss": round(ratio, 3),
-        "target_ratio": TARGET_RATIO,
-        "target_met": ratio <= TARGET_RATIO,
-    }
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -435,20 +400,6 @@ def markdown(report: dict[str, Any]) -> str:
         )
     if report["note"]:
         lines[3:3] = [f"Note: {report['note']}"]
-    comparison = report["f5tts_comparison"]
-    if comparison is not None:
-        verdict = "met" if comparison["target_met"] else "not met"
-        lines += [
-            "",
-            f"F5-TTS 1.1.20 on this model and machine (fp32, 5 s of audio): "
-            f"{comparison['f5tts_s']['32 uniform']} s at 32 steps, {comparison['f5tts_s']['7 EPSS']} s at 7 EPSS "
-            f"steps (sampling only). f5lite here ({comparison['basis']}; {comparison['dtype']}"
-            f"{', compiled' if comparison.get('compile') else ''}; batch 1): "
-            f"{comparison['f5lite_s']['32 uniform']:.2f} s and {comparison['f5lite_s']['7 EPSS']:.2f} s; "
-            f"7 EPSS + CFG-Zero* {comparison['f5lite_s']['7 EPSS + CFG-Zero*']:.2f} s, "
-            f"{comparison['ratio_7_epss_cfg_zero_to_f5tts_7_epss']:.2f}x F5-TTS's 7 EPSS "
-            f"steps (target <= {comparison['target_ratio']}x: {verdict}).",
-        ]
     return "\n".join(lines) + "\n"
 
 

@@ -43,6 +43,52 @@ def sdpa_backend(name: str) -> contextlib.AbstractContextManager[None]:
     return contextlib.nullcontext() if backend is None else sdpa_kernel([backend])
 
 
+_KERNEL_NAMES = {
+    SDPBackend.MATH: "math (unfused)",
+    SDPBackend.FLASH_ATTENTION: "flash attention",
+    SDPBackend.EFFICIENT_ATTENTION: "memory-efficient attention",
+    SDPBackend.CUDNN_ATTENTION: "cuDNN attention",
+    SDPBackend.OVERRIDEABLE: "an overrideable (third-party) kernel",
+}
+
+
+def describe_sdpa(name: str, device: torch.device, dtype: torch.dtype, heads: int, dim_head: int, masked: bool) -> str:
+    """Which kernel `scaled_dot_product_attention` picks under `sdpa_backend(name)`, as one line for the log.
+
+    PyTorch is asked for its choice (`torch._fused_sdp_choice`) on a small probe of the model's head layout, dtype
+    and masking, with gradients, as training calls it; the kernels the global switches enable are listed too. The
+    choice can depend on the sequence length for some kernels, so it is what the probe got, not a promise.
+
+    Args:
+        name: `perf.sdpa_backend`.
+        device: where attention runs.
+        dtype: the dtype attention sees (the autocast dtype under mixed precision).
+        heads: attention heads.
+        dim_head: channels per head.
+        masked: whether keys are masked (`attn_mask_enabled`).
+
+    Returns:
+        e.g. `sdpa_backend=auto: flash attention on cpu for torch.float32 (enabled: flash, efficient, cudnn, math)`.
+    """
+    probe = torch.zeros(1, heads, 8, dim_head, device=device, dtype=dtype, requires_grad=True)
+    mask = torch.ones(1, 1, 1, 8, dtype=torch.bool, device=device) if masked else None
+    with sdpa_backend(name):
+        enabled = {
+            "flash": torch.backends.cuda.flash_sdp_enabled(),
+            "efficient": torch.backends.cuda.mem_efficient_sdp_enabled(),
+            "cudnn": torch.backends.cuda.cudnn_sdp_enabled(),
+            "math": torch.backends.cuda.math_sdp_enabled(),
+        }
+        try:
+            kernel = _KERNEL_NAMES.get(SDPBackend(torch._fused_sdp_choice(probe, probe, probe, mask)), "unknown")
+        except RuntimeError as err:  # training would fail on its first step with this error
+            kernel = f"no usable kernel ({str(err).splitlines()[0]})"
+        except (AttributeError, ValueError):  # a private API, which may change: report rather than fail
+            kernel = "not determinable with this PyTorch"
+    switches = ", ".join(k for k, on in enabled.items() if on) or "none"
+    return f"sdpa_backend={name}: {kernel} on {device.type} for {dtype} (enabled: {switches})"
+
+
 def _qk_norm(kind: str | None, dim_head: int) -> nn.Module | None:
     if kind not in QK_NORMS:
         raise ValueError(f"qk_norm={kind!r} is not valid; choose one of: {', '.join(map(repr, QK_NORMS))}")

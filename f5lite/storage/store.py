@@ -18,7 +18,11 @@ Rotation keeps the newest `keep_last` checkpoints and, with `keep_best`, the `ke
 checkpoint's score is `meta["score"]` (`{"metric", "value", "lower_is_better"}`, written by the trainer when the
 checkpoint's update was evaluated); `best()` finds the best one for `f5lite-export --best`.
 
-`save` copies the tensors to CPU memory and hands them to a writer thread. With `async_save` it returns then and
+`save` copies the tensors into host snapshot buffers and hands them to a writer thread. The buffers are allocated
+by the first save (page-locked for tensors on a GPU, so the copies run asynchronously and are waited for once) and
+reused by every later one while shapes and dtypes stay the same: a save allocates no new host memory, which
+for a large model is gigabytes each time. Reuse is safe because a save first waits for the previous one to be
+written. With `async_save` it returns then and
 training continues while the files are written; otherwise it waits. One save is in flight at a time; its error
 surfaces at the next `save`, `wait` or `close`. `wait(timeout)` bounds the wait (a preempted job has seconds).
 """
@@ -137,6 +141,7 @@ class CheckpointStore:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt") if writer else None
         self._inflight: Future[None] | None = None
         self._last_step: int | None = None  # the step of the newest save handed to the writer
+        self._snapshot: dict[str, dict[str, torch.Tensor]] = {}  # host buffers reused by every save
 
     def tidy(self) -> None:
         """Create the directory and remove what interrupted saves left (`*.tmp`). Call once the run is settled."""
@@ -179,12 +184,27 @@ class CheckpointStore:
             return True  # e.g. a stop request right after the periodic save of the same update
         meta_text = json.dumps({**meta, "step": step}, indent=1, sort_keys=True)
         # The snapshot must be complete before the caller's next optimizer step changes the tensors.
-        groups = {
-            g: {k: v.detach().to("cpu", copy=True).contiguous() for k, v in sd.items()} for g, sd in tensors.items()
-        }
+        groups = self._take_snapshot(tensors)
         self._inflight = self._pool.submit(self._write_guarded, step, groups, meta_text)
         self._last_step = step
         return True if self.async_save else self.wait(timeout)
+
+    def _take_snapshot(self, tensors: dict[str, dict[str, torch.Tensor]]) -> dict[str, dict[str, torch.Tensor]]:
+        """Copy the tensors into the reused host buffers (no save may be in flight); one wait for all copies."""
+        previous = self._snapshot
+        snapshot: dict[str, dict[str, torch.Tensor]] = {}
+        for group, sd in tensors.items():
+            old, new = previous.get(group, {}), snapshot.setdefault(group, {})
+            for key, value in sd.items():
+                buffer = old.get(key)
+                if buffer is None or buffer.shape != value.shape or buffer.dtype != value.dtype:
+                    buffer = torch.empty(value.shape, dtype=value.dtype, pin_memory=value.is_cuda)
+                buffer.copy_(value.detach(), non_blocking=True)
+                new[key] = buffer
+        for device in {v.device for sd in tensors.values() for v in sd.values() if v.is_cuda}:
+            torch.cuda.current_stream(device).synchronize()
+        self._snapshot = snapshot  # buffers of tensors no longer saved are freed
+        return snapshot
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the in-flight save is written (at most `timeout` seconds); raise its error if it failed.

@@ -34,6 +34,37 @@ def ema_decay(step: torch.Tensor | int, decay: float, update_after: int) -> torc
     return torch.where(k > 0, warm.clamp(0.0, decay), torch.zeros_like(warm))
 
 
+class HostStaging:
+    """Reusable host buffers that device tensors are copied into, asynchronously, then waited for once.
+
+    Buffers are allocated on the first `fetch` (page-locked when CUDA is available, so that the copies from the
+    device do not block) and reused by every later one while the shapes and dtypes stay the same.
+    """
+
+    def __init__(self) -> None:
+        self.buffers: list[torch.Tensor] = []
+
+    def fetch(self, tensors: list[torch.Tensor], dtype: torch.dtype) -> list[torch.Tensor]:
+        """Host copies of `tensors` in `dtype`, valid until the next `fetch`.
+
+        Args:
+            tensors: device (or host) tensors of any shapes.
+            dtype: the dtype of the copies.
+
+        Returns:
+            One host buffer per tensor, holding its values.
+        """
+        if [(b.shape, b.dtype) for b in self.buffers] != [(t.shape, dtype) for t in tensors]:
+            pin = torch.cuda.is_available()
+            self.buffers = [torch.empty(t.shape, dtype=dtype, pin_memory=pin) for t in tensors]
+        for buffer, tensor in zip(self.buffers, tensors, strict=True):
+            buffer.copy_(tensor.detach(), non_blocking=True)
+        # One wait for every copy, instead of one blocking transfer per tensor.
+        for device in {t.device for t in tensors if t.device.type == "cuda"}:
+            torch.cuda.current_stream(device).synchronize()
+        return self.buffers
+
+
 class EMA:
     """Shadow copy of a module's floating-point state in float32.
 
@@ -73,6 +104,8 @@ class EMA:
         self.step = torch.zeros((), dtype=torch.int64, device=clock)
         wanted = None if names is None else set(names)
         self.shadow = {k: self._own(v) for k, v in model.state_dict().items() if wanted is None or k in wanted}
+        # The model on an accelerator, the average on the host: stage the weights through reusable host buffers.
+        self.staging = HostStaging() if clock.type != "cpu" and self.device.type == "cpu" else None
 
     def _own(self, value: torch.Tensor) -> torch.Tensor:
         value = value.detach().to(self.device, copy=True)
@@ -102,10 +135,14 @@ class EMA:
             return
         copy = before <= self.update_after
         weight = torch.where(copy, 1.0, 1.0 - ema_decay(self.step, self.decay, self.update_after)) * flag
-        weight = weight.to(self.device, torch.float32)
         params = model.state_dict()
         floats = [k for k, v in self.shadow.items() if v.is_floating_point()]
-        online = [params[k].detach().to(self.device, torch.float32) for k in floats]
+        if self.staging is not None:
+            # The weight rides with the weights: all copies issued asynchronously, then one wait.
+            weight, *online = self.staging.fetch([weight, *(params[k] for k in floats)], torch.float32)
+        else:
+            weight = weight.to(self.device, torch.float32)
+            online = [params[k].detach().to(self.device, torch.float32) for k in floats]
         # lerp with weight 1 is an exact copy and with weight 0 leaves the shadow untouched (a skipped update).
         torch._foreach_lerp_([self.shadow[k] for k in floats], online, [weight] * len(floats))
         for key, value in self.shadow.items():

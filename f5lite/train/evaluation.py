@@ -1,8 +1,14 @@
 """Evaluation while training, on rank 0: validation loss, fixed prompts with speech metrics, training samples.
 
-`Evaluator` owns a separate, plain backbone (no compile, no checkpointing, eval mode) into which the weights to
-evaluate are copied: the EMA weights (what inference uses), and with `eval.online=true` also the online ones. Its
-schedule comes from the config alone (`due`), so every rank knows when rank 0 evaluates.
+`Evaluator` owns a plain backbone (no compile, no checkpointing, eval mode) that holds no weights of its own: it is
+built on the meta device, and for an evaluation the weights to evaluate are assigned to it, the EMA weights (what
+inference uses), and with `eval.online=true` also the online ones. Assigned, not copied: the EMA's tensors and the
+training module's parameters are used in place, so there is no second copy of the model on the training device.
+Weights that are not on the evaluation device already (`ema.device=cpu` while training on a GPU) are copied there
+for the evaluation only, because evaluating on the CPU would take far longer than the copy; with LoRA the merged
+weights are a new tensor set for the evaluation. Either way they are let go when the evaluation ends (the backbone
+returns to the meta device), so nothing is held between evaluations. The schedule comes from the config alone
+(`due`), so every rank knows when rank 0 evaluates.
 
 Only rank 0 evaluates (the EMA lives there). The other ranks go on with the next update and wait for rank 0 in its
 gradient all-reduce, so a step with an evaluation takes as long as the evaluation and no longer; an evaluation
@@ -101,7 +107,10 @@ class Evaluator:
         self.device = device
         self.autocast = autocast
         self.log_path = log_dir / EVAL_LOG
-        self.backbone: nn.Module = build_backbone_from_config(cfg.model, encoder.num_embeds).to(device).eval()
+        # No storage: the weights to evaluate are assigned to it by `_load` and let go by `_unload`.
+        with torch.device("meta"):
+            self.backbone: nn.Module = build_backbone_from_config(cfg.model, encoder.num_embeds)
+        self.backbone.eval().requires_grad_(False)
         self._loaded: tuple[str, int] | None = None
         ev = cfg.eval
         val_dir = find_val_dir(cfg)
@@ -163,6 +172,14 @@ class Evaluator:
         Returns:
             The logged numbers (`val/loss`, `val/loss_t0.00-0.25`, `prompts/wer`, ...); empty when nothing was due.
         """
+        try:
+            return self._run(update, logger, batch, ema_weights, online_weights)
+        finally:
+            self._unload()
+
+    def _run(
+        self, update: int, logger: MetricLogger, batch: Batch, ema_weights: Weights, online_weights: Weights
+    ) -> dict[str, float]:
         cfg = self.cfg
         if self.samples is not None and update % cfg.logger.sample_every == 0:
             self._load("ema", update, ema_weights)
@@ -196,10 +213,18 @@ class Evaluator:
         return self.validation.evaluate(self.backbone, self.device, self.autocast)
 
     def _load(self, kind: str, update: int, weights: Weights) -> None:
-        """Copy the weights in unless this backbone already holds them."""
+        """Assign the weights (in place; copied only to reach the evaluation device) unless already held."""
         if self._loaded != (kind, update):
-            self.backbone.load_state_dict(weights())
+            placed = {k: v.detach().to(self.device) for k, v in weights().items()}
+            self.backbone.load_state_dict(placed, assign=True)
             self._loaded = (kind, update)
+
+    def _unload(self) -> None:
+        """Let the weights go (back to the meta device): an evaluation's copies are freed, nothing is held."""
+        if self._loaded is not None:
+            meta = {k: torch.empty_like(v, device="meta") for k, v in self.backbone.state_dict().items()}
+            self.backbone.load_state_dict(meta, assign=True)
+            self._loaded = None
 
     def _record(self, update: int, results: dict[str, float]) -> None:
         shown = ", ".join(f"{k}={v:.4g}" for k, v in results.items())

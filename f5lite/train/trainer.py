@@ -29,13 +29,14 @@ from typing import Any
 
 import torch
 from accelerate import Accelerator
+from accelerate.utils import DistributedDataParallelKwargs
 from tqdm import tqdm
 
 from f5lite.config import TrainConfig
 from f5lite.config.schema import PROMPT_PREFIX
 from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
-from f5lite.models.attention import sdpa_backend
+from f5lite.models.attention import describe_sdpa, sdpa_backend
 from f5lite.models.cfm import CFM
 from f5lite.storage.lock import RunLock
 from f5lite.storage.lora import LoraSettings, merge_lora
@@ -87,6 +88,21 @@ def bad_update(loss_finite: torch.Tensor, applied: torch.Tensor, grad_scaler: bo
     return ~loss_finite if grad_scaler else ~applied
 
 
+def make_accelerator(cfg: TrainConfig) -> Accelerator:
+    """The run's `Accelerator`: the GPU when there is one, `perf.precision`, DDP gradients in the buckets.
+
+    `gradient_as_bucket_view` makes each parameter's `.grad` a view into DDP's all-reduce bucket, so the gradients
+    exist once instead of twice (the buckets and `.grad`): one model's worth of memory less, and no copy between
+    them after each all-reduce. Nothing here detaches or replaces `.grad` in place, which such views forbid.
+    """
+    return Accelerator(
+        cpu=not torch.cuda.is_available(),
+        mixed_precision=cfg.perf.precision,
+        step_scheduler_with_optimizer=False,
+        kwargs_handlers=[DistributedDataParallelKwargs(gradient_as_bucket_view=True)],
+    )
+
+
 class Trainer:
     """One training run, from a composed `TrainConfig`."""
 
@@ -106,9 +122,7 @@ class Trainer:
                 unsupported accelerate mode, ...), on every rank alike.
         """
         self.cfg = cfg
-        self.acc = accelerator or Accelerator(
-            cpu=not torch.cuda.is_available(), mixed_precision=cfg.perf.precision, step_scheduler_with_optimizer=False
-        )
+        self.acc = accelerator or make_accelerator(cfg)
         check_distributed_type(self.acc.distributed_type)
         self.device = self.acc.device
         self.rank = self.acc.process_index
@@ -170,6 +184,7 @@ class Trainer:
         if self.main:  # everything that could refuse this launch has passed: now the run directory may change
             write_run_files(self.run_dir, cfg, vocab)
             self.store.tidy()
+            log.info("attention: %s", self._sdpa_kernel())  # once, and only for a launch that goes ahead
         self.acc.wait_for_everyone()
 
     def _make_evaluator(self) -> None:
@@ -267,6 +282,14 @@ class Trainer:
         return self.store.save(self.update, tensors, meta, timeout=timeout)
 
     # ------------------------------------------------------------------------------------------------ steps
+
+    def _sdpa_kernel(self) -> str:
+        """Which attention kernel the training step's attention runs, for the start-up log line."""
+        model = self.cfg.model
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.cfg.perf.precision, torch.float32)
+        return describe_sdpa(
+            self.cfg.perf.sdpa_backend, self.device, dtype, model.heads, model.dim_head, bool(model.attn_mask_enabled)
+        )
 
     def _attention(self) -> contextlib.AbstractContextManager[None]:
         return sdpa_backend(self.cfg.perf.sdpa_backend)

@@ -1,0 +1,415 @@
+"""Training step of F5-TTS's own code against f5lite's: same weights, same batch, interleaved, one process each.
+
+F5-TTS is not a dependency of f5lite; install it beside (for example `pip install --no-deps --target /tmp/f5pkg
+f5-tts x-transformers torchdiffeq ema-pytorch loguru einx frozendict torch-einops-utils rjieba`), then run with
+`PYTHONPATH=/tmp/f5pkg`. Without it the script stops with one line (`--configs` with only f5lite ones still runs).
+
+    PYTHONPATH=/tmp/f5pkg python scripts/compare_f5tts_train.py            # writes scripts/results/f5tts_train_cpu.*
+
+Both sides train the mid-size DiT (`f5lite.bench.MID_DIT`) from the same random weights (our state dicts are
+key-compatible with F5-TTS's) on the same synthetic batch (mel lengths 300,340,370,400, text lengths 72,80,85,90).
+Each step is what the trainers do, through accelerate as both trainers use it:
+
+- F5-TTS: its `CFM(DiT)`, fused `AdamW` and `SequentialLR` warm-up/decay schedule, `accelerator.backward`,
+  `clip_grad_norm_` (max norm 1), `ema_pytorch.EMA` updated every step (its defaults, as its `Trainer`). Its trainer
+  offers only accelerate's mixed precision on a CPU (the 8-bit optimizer needs CUDA), so its best is bf16.
+- f5lite: `f5lite.train.setup.build_model` / `make_optimizer` from `+recipe=dit_base` plus the model size and
+  `perf.*` overrides, `f5lite.models.cfm.CFM`, f5lite's EMA, and the trainer's update (lr as a device tensor,
+  non-finite updates skipped on the device).
+
+Configurations run in their own subprocesses (a clean peak RSS each), alternating within every round so a VM whose
+speed drifts slows all of them alike; per configuration the median over `--rounds` of each run's median step is
+kept. Frames/s counts real (unpadded) frames. Ratios are f5lite's frames/s over F5-TTS's at equal precision, and
+best against best.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
+
+VOCAB = F5TTS_VOCAB_SIZE
+RESULTS = Path(__file__).resolve().parent / "results"
+STEM = "f5tts_train_cpu"
+PRESETS: dict[str, dict[str, Any]] = {
+    "mid": MID_DIT,
+    # Smoke tests only.
+    "tiny": {"dim": 64, "depth": 2, "heads": 4, "dim_head": 16, "ff_mult": 2, "text_dim": 32, "conv_layers": 1},
+}
+LR = 7.5e-5
+WARMUP_UPDATES = 20_000
+TOTAL_UPDATES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Config:
+    """One measured configuration: which code, which precision, which f5lite `perf.*` overrides."""
+
+    side: str
+    precision: str
+    overrides: tuple[str, ...] = ()
+
+
+CONFIGS: dict[str, Config] = {
+    "F5-TTS fp32": Config("f5tts", "no"),
+    "F5-TTS bf16": Config("f5tts", "bf16"),
+    "f5lite fp32": Config("f5lite", "no"),
+    "f5lite bf16": Config("f5lite", "bf16"),
+    "f5lite bf16 + compile": Config("f5lite", "bf16", ("perf.compile=true",)),
+}
+PAIRS = {"fp32": ("f5lite fp32", "F5-TTS fp32"), "bf16": ("f5lite bf16", "F5-TTS bf16")}
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} needs positive integers")
+    return values
+
+
+def _configs(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown configuration(s) {unknown}; choose from: {', '.join(CONFIGS)}")
+    return names
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median kept)")
+    parser.add_argument("--steps", type=int, default=4, help="timed steps per run")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size")
+    parser.add_argument("--mel-lengths", type=_ints, default=[300, 340, 370, 400])
+    parser.add_argument("--text-lengths", type=_ints, default=[72, 80, 85, 90])
+    parser.add_argument("--configs", type=_configs, default=list(CONFIGS), help="comma-separated subset")
+    parser.add_argument("--out-dir", type=Path, default=RESULTS, help=f"where {STEM}.json/.md go")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--worker", choices=list(CONFIGS), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if len(args.mel_lengths) != len(args.text_lengths):
+        parser.error("--mel-lengths and --text-lengths need the same number of items")
+    if args.rounds < 1 or args.steps < 1 or args.warmup < 0:
+        parser.error("--rounds and --steps need at least 1, --warmup at least 0")
+    return args
+
+
+def f5tts_missing() -> str | None:
+    """Why F5-TTS (and its EMA package) cannot be imported, or None when they can."""
+    try:
+        import ema_pytorch  # noqa: F401
+        import f5_tts.model  # noqa: F401
+    except ImportError as err:
+        return str(err)
+    return None
+
+
+def synthetic_batch(mel_lengths: list[int], text_lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`(mel [b, n, 100] zero-padded, text ids [b, nt] padded with -1, lens [b])`, reproducible."""
+    g = torch.Generator().manual_seed(0)
+    mel = torch.zeros(len(mel_lengths), max(mel_lengths), 100)
+    text = torch.full((len(text_lengths), max(text_lengths)), -1, dtype=torch.long)
+    for i, (frames, tokens) in enumerate(zip(mel_lengths, text_lengths, strict=True)):
+        mel[i, :frames] = torch.randn(frames, 100, generator=g) * 2 - 5  # roughly log-mel values
+        text[i, :tokens] = torch.randint(0, VOCAB, (tokens,), generator=g)
+    return mel, text, torch.tensor(mel_lengths)
+
+
+def shared_weights(dims: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The random weights both sides start from: every parameter N(0, 0.02), so no zero-initialized path is idle."""
+    import f5lite
+
+    torch.manual_seed(0)
+    model = f5lite.build_backbone("dit", **dims, text_num_embeds=VOCAB)
+    with torch.no_grad():
+        for p in model.parameters():
+            torch.nn.init.normal_(p, std=0.02)
+    return model.state_dict()
+
+
+def f5tts_step(precision: str, dims: dict[str, Any], batch: tuple[torch.Tensor, ...]) -> Callable[[int], float]:
+    """F5-TTS's `Trainer.train` inner step on a fixed batch; returns `step(i) -> loss`."""
+    from accelerate import Accelerator
+    from ema_pytorch import EMA
+    from f5_tts.model.backbones.dit import DiT as F5DiT
+    from f5_tts.model.cfm import CFM as F5CFM
+    from torch.optim import AdamW
+    from torch.optim.lr_scheduler import LinearLR, SequentialLR
+
+    accelerator = Accelerator(cpu=True, mixed_precision=precision)
+    backbone = F5DiT(**dims, text_num_embeds=VOCAB, mel_dim=100)
+    missing, unexpected = backbone.load_state_dict(shared_weights(dims), strict=False)
+    params = {name for name, _ in backbone.named_parameters()}
+    if unexpected or params & set(missing):
+        raise SystemExit(f"compare_f5tts_train.py: weights do not match F5-TTS's DiT: {missing} {unexpected}")
+    model = F5CFM(transformer=backbone, mel_spec_kwargs={"n_mel_channels": 100})
+    ema = EMA(model, include_online_model=False)  # F5-TTS's Trainer: default ema_kwargs
+    optimizer = AdamW(model.parameters(), lr=LR, fused=True)
+    warmup = LinearLR(optimizer, start_factor=1e-8, end_factor=1.0, total_iters=WARMUP_UPDATES)
+    decay = LinearLR(optimizer, start_factor=1.0, end_factor=1e-8, total_iters=TOTAL_UPDATES - WARMUP_UPDATES)
+    scheduler = SequentialLR(optimizer, schedulers=[warmup, decay], milestones=[WARMUP_UPDATES])
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    mel, text, lens = batch
+
+    def step(i: int) -> float:
+        torch.manual_seed(i)
+        with accelerator.accumulate(model):
+            loss, _, _ = model(mel, text=text, lens=lens)
+            accelerator.backward(loss)
+            if accelerator.sync_gradients:
+                accelerator.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+        if accelerator.sync_gradients:
+            ema.update()
+        return float(loss.detach())
+
+    return step
+
+
+def f5lite_step(config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor, ...]) -> Callable[[int], float]:
+    """f5lite's trainer update (`Trainer.forward_backward` + `optimizer_step`) on a fixed batch."""
+    from accelerate import Accelerator
+
+    from f5lite.config import compose_config
+    from f5lite.models.cfm import CFM
+    from f5lite.train.schedule import lr_factor
+    from f5lite.train.setup import build_model, make_optimizer
+
+    device = torch.device("cpu")
+    overrides = ["+recipe=dit_base", *(f"model.{k}={v}" for k, v in dims.items()), f"perf.precision={config.precision}"]
+    cfg = compose_config([*overrides, f"optim.lr={LR}", *config.overrides])
+    accelerator = Accelerator(cpu=True, mixed_precision=cfg.perf.precision, step_scheduler_with_optimizer=False)
+    setup = build_model(cfg, VOCAB, None, device)
+    setup.backbone.load_state_dict(shared_weights(dims))
+    if setup.ema is not None:
+        setup.ema.copy_from(setup.backbone)
+    backbone, ema = setup.backbone, setup.ema
+    model, optimizer = accelerator.prepare(CFM(backbone), make_optimizer(cfg, backbone, device))
+    mel, text, lens = batch
+    applied = torch.zeros((), dtype=torch.long)
+
+    def step(i: int) -> float:
+        nonlocal applied
+        generator = torch.Generator(device=device).manual_seed(i)
+        loss = model(mel, text, lens, generator=generator)
+        accelerator.backward(loss)
+        grad_norm = accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
+        finite = torch.isfinite(loss) & torch.isfinite(torch.as_tensor(grad_norm))
+        factor = lr_factor(applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
+        for group in optimizer.param_groups:
+            group["lr"] = (cfg.optim.lr * factor).to(device)
+        optimizer.optimizer.found_inf = (~finite).float()
+        optimizer.optimizer.grad_scale = None
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        applied = applied + finite.long()
+        if ema is not None:
+            ema.update(backbone, finite)
+        return float(loss.detach())
+
+    return step
+
+
+def worker(args: argparse.Namespace) -> dict[str, Any]:
+    """Run one configuration in this process: warm up, time `--steps` steps, report the median and peak RSS."""
+    torch.set_num_threads(args.threads)
+    config = CONFIGS[args.worker]
+    dims = PRESETS[args.preset]
+    batch = synthetic_batch(args.mel_lengths, args.text_lengths)
+    build = f5tts_step if config.side == "f5tts" else f5lite_step
+    step = build(config.precision if config.side == "f5tts" else config, dims, batch)  # type: ignore[arg-type]
+    losses = [step(i) for i in range(args.warmup)]
+    times = []
+    for i in range(args.steps):
+        start = time.perf_counter()
+        losses.append(step(args.warmup + i))
+        times.append(time.perf_counter() - start)
+    return {
+        "label": args.worker,
+        "step_s": statistics.median(times),
+        "steps_s": [round(t, 4) for t in times],
+        "losses": [round(v, 5) for v in losses],
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # KiB on Linux
+    }
+
+
+def run_one(label: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One configuration in a fresh subprocess; its last stdout line is its JSON record."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", label, "--preset", args.preset]
+    command += ["--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads)]
+    command += ["--mel-lengths", ",".join(map(str, args.mel_lengths))]
+    command += ["--text-lengths", ",".join(map(str, args.text_lengths))]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"compare_f5tts_train.py: {label!r} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def machine() -> dict[str, Any]:
+    """CPU model, cores, versions and date."""
+    cpu = platform.processor() or "cpu"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+
+    def version(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "f5lite": version("f5lite"),
+        "f5-tts": version("f5-tts"),
+        "accelerate": version("accelerate"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def summarize(runs: dict[str, list[dict[str, Any]]], frames: int) -> dict[str, Any]:
+    """Medians per configuration and the f5lite/F5-TTS ratios at equal precision and best against best."""
+    table: dict[str, dict[str, Any]] = {}
+    for label, records in runs.items():
+        step = statistics.median(r["step_s"] for r in records)
+        table[label] = {
+            "step_s": round(step, 4),
+            "frames_per_s": round(frames / step, 1),
+            "peak_rss_gb": round(statistics.median(r["peak_rss_bytes"] for r in records) / 1e9, 3),
+            "runs_step_s": [round(r["step_s"], 4) for r in records],
+        }
+    ratios: dict[str, dict[str, Any]] = {}
+    for name, (ours, theirs) in PAIRS.items():
+        if ours in table and theirs in table:
+            ratios[name] = _ratio(table, ours, theirs)
+    sides = {side: [k for k in table if CONFIGS[k].side == side] for side in ("f5lite", "f5tts")}
+    if all(sides.values()):
+        best = {side: max(labels, key=lambda k: table[k]["frames_per_s"]) for side, labels in sides.items()}
+        ratios["best"] = _ratio(table, best["f5lite"], best["f5tts"])
+    return {"configs": table, "ratios": ratios}
+
+
+def _params(dims: dict[str, Any]) -> int:
+    import f5lite
+
+    return sum(p.numel() for p in f5lite.build_backbone("dit", **dims, text_num_embeds=VOCAB).parameters())
+
+
+def _ratio(table: dict[str, dict[str, Any]], ours: str, theirs: str) -> dict[str, Any]:
+    return {
+        "f5lite": ours,
+        "f5tts": theirs,
+        "speed": round(table[theirs]["step_s"] / table[ours]["step_s"], 3),  # same frames: a ratio of rates
+        "memory": round(table[ours]["peak_rss_gb"] / table[theirs]["peak_rss_gb"], 3),
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The results as a Markdown page."""
+    m, s = result["machine"], result["setup"]
+    lines = [
+        "# Training step: F5-TTS against f5lite (CPU)",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores; Python {m['python']}, torch {m['torch']}, f5lite {m['f5lite']}, "
+        f"F5-TTS {m['f5-tts']}, accelerate {m['accelerate']}; {m['date']}.",
+        "",
+        f"Model: DiT {s['model']} ({s['params'] / 1e6:.1f}M parameters), the same random weights on both sides. "
+        f"Batch: mel lengths {s['mel_lengths']}, text lengths {s['text_lengths']} ({s['frames']} real frames). "
+        f"{s['threads']} threads; per run {s['warmup']} warm-up + {s['steps']} timed steps (median), each "
+        f"configuration in its own process, median of {s['rounds']} interleaved rounds. Step = forward, backward, "
+        "clip, AdamW, LR schedule and EMA update, as each trainer does it.",
+        "",
+        "| configuration | step (s) | frames/s | peak RSS (GB) | runs (s) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for label, row in result["configs"].items():
+        runs = ", ".join(f"{t:.3f}" for t in row["runs_step_s"])
+        lines.append(
+            f"| {label} | {row['step_s']:.3f} | {row['frames_per_s']:.0f} | {row['peak_rss_gb']:.2f} | {runs} |"
+        )
+    if result["ratios"]:
+        lines += [
+            "",
+            "| comparison | f5lite | F5-TTS | speed (f5lite/F5-TTS) | memory |",
+            "| --- | --- | --- | ---: | ---: |",
+        ]
+        for name, r in result["ratios"].items():
+            title = "best vs best" if name == "best" else f"equal precision ({name})"
+            lines.append(f"| {title} | {r['f5lite']} | {r['f5tts']} | {r['speed']:.2f}x | {r['memory']:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the comparison (or, with the internal `--worker`, one configuration) and print JSON lines."""
+    args = parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args)))
+        return 0
+    if any(CONFIGS[k].side == "f5tts" for k in args.configs) and (why := f5tts_missing()):
+        print(
+            f"compare_f5tts_train.py: F5-TTS is not importable ({why}); install it beside and set "
+            "PYTHONPATH=/tmp/f5pkg (see the module docstring)",
+            file=sys.stderr,
+        )
+        return 2
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in args.configs}
+    for round_ in range(args.rounds):
+        for label in args.configs:
+            record = run_one(label, args)
+            runs[label].append(record)
+            print(json.dumps({"round": round_, **record}), flush=True)
+    dims = PRESETS[args.preset]
+    frames = sum(args.mel_lengths)
+    setup = {
+        "model": ", ".join(f"{k} {v}" for k, v in dims.items()),
+        "params": _params(dims),
+        "mel_lengths": args.mel_lengths,
+        "text_lengths": args.text_lengths,
+        "frames": frames,
+        "threads": args.threads,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "rounds": args.rounds,
+    }
+    result = {"machine": machine(), "setup": setup, **summarize(runs, frames)}
+    print(json.dumps(result))
+    if not args.no_write:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        (args.out_dir / f"{STEM}.json").write_text(json.dumps(result, indent=1) + "\n")
+        (args.out_dir / f"{STEM}.md").write_text(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

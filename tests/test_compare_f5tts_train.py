@@ -1,0 +1,91 @@
+"""scripts/compare_f5tts_train.py without F5-TTS: options, the clear stop when F5-TTS is missing, the f5lite-only
+path end to end on a tiny model (one step, subprocesses, results files), and the summary arithmetic. With F5-TTS
+importable (`PYTHONPATH=/tmp/f5pkg`), both sides' first losses must agree (same weights, same draws)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "compare_f5tts_train.py"
+TINY = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0"]
+TINY += ["--mel-lengths", "24,32", "--text-lengths", "6,8"]
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("compare_f5tts_train", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_options(script: ModuleType) -> None:
+    args = script.parse_args([])
+    assert (args.rounds, args.mel_lengths, args.text_lengths) == (3, [300, 340, 370, 400], [72, 80, 85, 90])
+    assert args.configs == list(script.CONFIGS)
+    assert script.parse_args(["--configs", "f5lite fp32,F5-TTS bf16"]).configs == ["f5lite fp32", "F5-TTS bf16"]
+    for bad in (["--configs", "nope"], ["--mel-lengths", "1,2", "--text-lengths", "1"], ["--rounds", "0"]):
+        with pytest.raises(SystemExit):
+            script.parse_args(bad)
+
+
+def test_missing_f5tts_is_one_clear_line(
+    script: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(script, "f5tts_missing", lambda: "No module named 'f5_tts'")
+    assert script.main(["--configs", "F5-TTS fp32", "--no-write"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "F5-TTS is not importable" in err and "PYTHONPATH=/tmp/f5pkg" in err
+
+
+def test_f5lite_only_run_writes_results(script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert script.main([*TINY, "--rounds", "1", "--configs", "f5lite bf16", "--out-dir", str(tmp_path)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["label"] == "f5lite bf16" and lines[0]["round"] == 0
+    result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
+    assert result == lines[-1]
+    assert set(result["machine"]) >= {"cpu", "cores", "torch", "f5lite", "f5-tts", "date"}
+    row = result["configs"]["f5lite bf16"]
+    assert row["frames_per_s"] == pytest.approx(56 / row["step_s"], rel=1e-2) and row["peak_rss_gb"] > 0
+    assert result["ratios"] == {}  # no F5-TTS configuration, no ratio
+    assert "| f5lite bf16 |" in (tmp_path / "f5tts_train_cpu.md").read_text()
+
+
+def test_summary_ratios(script: ModuleType) -> None:
+    def rec(step: float) -> dict[str, float]:
+        return {"step_s": step, "peak_rss_bytes": 2e9}
+
+    runs = {
+        "F5-TTS fp32": [rec(2.0), rec(2.2), rec(9.0)],
+        "F5-TTS bf16": [rec(1.0)],
+        "f5lite fp32": [rec(1.1)],
+        "f5lite bf16": [rec(0.8)],
+        "f5lite bf16 + compile": [rec(0.5)],
+    }
+    summary = script.summarize(runs, frames=100)
+    assert summary["configs"]["F5-TTS fp32"]["step_s"] == 2.2  # the median round
+    assert summary["ratios"]["fp32"]["speed"] == pytest.approx(2.2 / 1.1, rel=1e-3)
+    assert summary["ratios"]["bf16"]["speed"] == pytest.approx(1.25, rel=1e-3)
+    assert summary["ratios"]["best"]["f5lite"] == "f5lite bf16 + compile"
+    assert summary["ratios"]["best"]["speed"] == pytest.approx(2.0, rel=1e-3)
+
+
+def test_same_first_loss_as_f5tts(script: ModuleType) -> None:
+    pytest.importorskip("f5_tts")
+    pytest.importorskip("ema_pytorch")
+    losses = {}
+    for label in ("F5-TTS fp32", "f5lite fp32"):
+        command = [sys.executable, str(SCRIPT), "--worker", label, *TINY]
+        out = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ.copy()).stdout
+        losses[label] = json.loads(out.strip().splitlines()[-1])["losses"][0]
+    assert losses["f5lite fp32"] == pytest.approx(losses["F5-TTS fp32"], rel=1e-4)
