@@ -33,6 +33,10 @@ audio = [json.loads(line)["recording"]["sources"][0]["source"] for line in cuts.
 missing = [a for a in audio if f"f5lite/demo_data/{a}" not in names]
 assert audio and not missing, f"demo audio missing from the wheel: {missing[:3]}"
 print(f"wheel ships the demo dataset ({len(audio)} utterances)")
+# And its held-out split, which make demo scores with f5lite-eval.
+val = gzip.decompress(zipfile.ZipFile(wheel).read("f5lite/demo_data/val/cuts.jsonl.gz")).decode().splitlines()
+assert val and "f5lite/demo_data/val/testset.txt" in names, "the demo's validation split is missing from the wheel"
+print(f"wheel ships the demo's validation split ({len(val)} utterances)")
 PY
 
 # A fresh venv that borrows the dev venv's installed dependencies (torch is 5 GB; reinstalling it proves nothing

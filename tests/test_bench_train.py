@@ -69,6 +69,7 @@ def test_median_record_keeps_the_middle_round() -> None:
     assert ablate.median_record([{"label": "a", "error": "boom"}]) == {"label": "a", "error": "boom"}
 
 
+@pytest.mark.slow  # runs ablate.py end to end (about 30 s); `make test-slow`
 def test_ablation_writes_json_table_and_chart(tmp_path: Path, capsys) -> None:
     ablate = load("ablate")
     only = "baseline fp32,AC full every block,sync checkpoint,async checkpoint"
@@ -86,12 +87,3 @@ def test_ablation_writes_json_table_and_chart(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         ablate.main(["--only", "no such configuration", "--out-dir", str(tmp_path)])
     assert "--only must name a configuration" in capsys.readouterr().err
-
-
-def test_f5tts_comparison_needs_f5tts(capsys) -> None:
-    if importlib.util.find_spec("f5_tts") is not None:
-        pytest.skip("F5-TTS is installed here: the comparison would run for minutes")
-    with pytest.raises(SystemExit) as exc:
-        load("compare_f5tts_sampling").main(["--rounds", "1"])
-    assert exc.value.code == 2
-    assert "F5-TTS is not importable" in capsys.readouterr().err.strip().splitlines()[-1]
