@@ -432,16 +432,6 @@ def write_results(result: dict[str, object], out_dir: Path) -> None:
 # ------------------------------------------------------------------------------------------------ command line
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or min(values) < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} needs integers >= 0")
-    return values
-
-
 def _kinds(text: str) -> list[str]:
     values = [v.strip() for v in text.split(",") if v.strip()]
     unknown = [v for v in values if v not in KINDS]
@@ -452,10 +442,12 @@ def _kinds(text: str) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options; unset sizes come from the profile (`--quick` or the full dit_base one)."""
+    from f5lite.bench.args import int_list  # imported here like every f5lite module in this script
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--kinds", type=_kinds, default=list(KINDS), help=f"inputs to measure (default {','.join(KINDS)})")
-    add("--workers", type=_ints, default=[0, 1, 2], help="DataLoader worker counts (default 0,1,2)")
+    add("--workers", type=int_list(0), default=[0, 1, 2], help="DataLoader worker counts (default 0,1,2)")
     add("--quick", action="store_true", help="a small budget, few batches, one round: seconds")
     add("--frames-per-gpu", type=int, help="frame budget of a batch (default 38400, dit_base; quick 4000)")
     add("--max-samples", type=int, help="utterances per batch at most (default 64; quick 8)")

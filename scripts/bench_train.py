@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT, PEAK_FLOPS, model_flops_utilization, training_flops
+from f5lite.bench.args import int_list
 from f5lite.config import compose_config
 from f5lite.models.cfm import CFM
 from f5lite.storage.store import CheckpointStore
@@ -44,23 +45,13 @@ PRESETS = {
 VOCAB = F5TTS_VOCAB_SIZE
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} needs positive integers")
-    return values
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options (unknown `key=value` words are config overrides)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", default="dit_base", help="recipe giving the architecture (default dit_base)")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size over the recipe")
-    parser.add_argument("--mel-lengths", type=_ints, default=[300, 340, 370, 400])
-    parser.add_argument("--text-lengths", type=_ints, default=[72, 80, 85, 90])
+    parser.add_argument("--mel-lengths", type=int_list(1), default=[300, 340, 370, 400])
+    parser.add_argument("--text-lengths", type=int_list(1), default=[72, 80, 85, 90])
     parser.add_argument("--steps", type=int, default=5, help="timed steps")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

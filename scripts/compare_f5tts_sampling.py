@@ -270,8 +270,8 @@ def output_differences(tmp: Path, batch: int, configs: list[Config]) -> dict[str
     for precision in ("fp32", "bf16"):
         theirs, ours = Config("F5-TTS", precision), Config("f5lite", precision)
         if theirs in configs and ours in configs:
-            a = torch.load(tmp / f"{batch}-{theirs.name}.pt")
-            b = torch.load(tmp / f"{batch}-{ours.name}.pt")
+            a = torch.load(tmp / f"{batch}-{theirs.name}.pt", weights_only=True)
+            b = torch.load(tmp / f"{batch}-{ours.name}.pt", weights_only=True)
             diffs[precision] = float((a - b).abs().max())
             diffs[f"{precision} mean"] = float((a - b).abs().mean())
     return diffs

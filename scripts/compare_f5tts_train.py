@@ -45,6 +45,7 @@ from typing import Any
 import torch
 
 from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
+from f5lite.bench.args import int_list
 
 VOCAB = F5TTS_VOCAB_SIZE
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -78,16 +79,6 @@ CONFIGS: dict[str, Config] = {
 PAIRS = {"fp32": ("f5lite fp32", "F5-TTS fp32"), "bf16": ("f5lite bf16", "F5-TTS bf16")}
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} needs positive integers")
-    return values
-
-
 def _configs(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in CONFIGS]
@@ -104,8 +95,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size")
-    parser.add_argument("--mel-lengths", type=_ints, default=[300, 340, 370, 400])
-    parser.add_argument("--text-lengths", type=_ints, default=[72, 80, 85, 90])
+    parser.add_argument("--mel-lengths", type=int_list(1), default=[300, 340, 370, 400])
+    parser.add_argument("--text-lengths", type=int_list(1), default=[72, 80, 85, 90])
     parser.add_argument("--configs", type=_configs, default=list(CONFIGS), help="comma-separated subset")
     parser.add_argument("--out-dir", type=Path, default=RESULTS, help=f"where {STEM}.json/.md go")
     parser.add_argument("--no-write", action="store_true", help="print only")

@@ -30,7 +30,7 @@ def test_worker_runs_in_its_own_process(compare, tmp_path) -> None:
     args = argparse.Namespace(reps=2, threads=1, seconds=0.3, ref_seconds=0.2, tiny=True)
     record = compare.spawn(compare.Config("f5lite", "fp32", True), 2, args, tmp_path / "out.pt")
     assert len(record["times"]) == 2 and record["peak_rss_gb"] > 0
-    assert torch.load(tmp_path / "out.pt").shape[0] == 2
+    assert torch.load(tmp_path / "out.pt", weights_only=True).shape[0] == 2
 
 
 @pytest.mark.slow
@@ -59,7 +59,7 @@ def test_worker_precision_and_output(compare, tmp_path) -> None:
     save = tmp_path / "out.pt"
     record = compare.run_worker(compare.Config("f5lite", "bf16", True), shape, 2, 1, save)
     assert len(record["times"]) == 2
-    out = torch.load(save)
+    out = torch.load(save, weights_only=True)
     cond, _, totals = shape.inputs()
     assert out.dtype == torch.float32 and out.shape == (2, int(totals.max()), 100)
     # The reference region is the reference, whatever the precision of the backbone.

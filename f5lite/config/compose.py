@@ -16,6 +16,7 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from f5lite.audio.vocoder import VOCODER_SPELLINGS
 from f5lite.config.schema import TrainConfig
 from f5lite.config.store import register_configs
 from f5lite.paths import config_roots
@@ -24,6 +25,37 @@ from f5lite.paths import config_roots
 _KEY_ALIASES = {"ckpt.async": "ckpt.async_save"}
 # Where a user sees the keys of each primary config.
 _KEY_LISTINGS = {"train": "python -m f5lite.config", "infer": "f5lite-infer --help"}
+
+
+SAMPLE_ALIASES = {"seed": "sample.seed", "vocoder": "sample.vocoder", "vocoder_path": "sample.vocoder_source"}
+"""The tools' short spellings of sampler-section keys (`f5lite-infer`, `f5lite-eval`)."""
+
+
+def split_tool_args(args: Sequence[str], literal_keys: set[str]) -> tuple[list[str], dict[str, str]]:
+    """Split a tool's `key=value` arguments into Hydra overrides and values set verbatim.
+
+    Short spellings (`SAMPLE_ALIASES`) become their keys and other spellings of a vocoder name its name; the keys
+    in `literal_keys` (free text and paths) bypass Hydra's override grammar.
+
+    Args:
+        args: the command-line arguments.
+        literal_keys: the keys whose values are taken verbatim.
+
+    Returns:
+        The overrides for `compose_structured`, and its `literals`.
+    """
+    overrides: list[str] = []
+    literals: dict[str, str] = {}
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        key = SAMPLE_ALIASES.get(key, key)
+        if key == "sample.vocoder":
+            value = VOCODER_SPELLINGS.get(value, value)
+        if sep and key in literal_keys:
+            literals[key] = value
+        else:
+            overrides.append(f"{key}{sep}{value}")
+    return overrides, literals
 
 
 def compose_config(

@@ -42,15 +42,12 @@ from collections.abc import Sequence
 
 from hydra.core.config_store import ConfigStore
 
-from f5lite.config.compose import compose_structured
+from f5lite.config.compose import compose_structured, split_tool_args
 from f5lite.config.eval_schema import EvalConfig
 from f5lite.config.structured import open_structured
 from f5lite.eval.outdir import REPORT_FILE
 from f5lite.eval.run import evaluate
 
-# The same short spellings of sampler-section keys as f5lite-infer.
-_ALIASES = {"seed": "sample.seed", "vocoder": "sample.vocoder", "vocoder_path": "sample.vocoder_source"}
-_VOCODER_SPELLINGS = {"griffinlim": "griffin_lim"}
 # Paths and backend specs (`whisper:/models/large-v3`): set verbatim instead of going through Hydra's grammar.
 _LITERAL_KEYS = {
     "model",
@@ -81,17 +78,7 @@ def compose_eval_config(args: Sequence[str]) -> EvalConfig:
     # The schema is stored next to train's and infer's (which `compose_structured` registers) on every call, so
     # that it is there whichever entry point composed first in this process.
     ConfigStore.instance().store(name="eval_schema", node=open_structured(EvalConfig))
-    overrides: list[str] = []
-    literals: dict[str, str] = {}
-    for arg in args:
-        key, sep, value = arg.partition("=")
-        key = _ALIASES.get(key, key)
-        if key == "sample.vocoder":
-            value = _VOCODER_SPELLINGS.get(value, value)
-        if sep and key in _LITERAL_KEYS:
-            literals[key] = value
-        else:
-            overrides.append(f"{key}{sep}{value}")
+    overrides, literals = split_tool_args(args, _LITERAL_KEYS)
     cfg = compose_structured(overrides, config_name="eval", literals=literals)
     if not isinstance(cfg, EvalConfig):
         raise TypeError(f"configs/eval.yaml composed a {type(cfg).__name__}, not an EvalConfig")

@@ -35,13 +35,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from f5lite.audio import save_audio
-from f5lite.audio.vocoder import VOCODER_SPELLINGS
-from f5lite.config.compose import compose_structured
+from f5lite.config.compose import compose_structured, split_tool_args
 from f5lite.config.infer_schema import InferConfig
 from f5lite.infer.synthesizer import Synthesizer
 
-# The command-line contract's short spellings of sampler-section keys (the schema keeps one place for each).
-_ALIASES = {"seed": "sample.seed", "vocoder": "sample.vocoder", "vocoder_path": "sample.vocoder_source"}
 # Free text and paths: set verbatim instead of going through Hydra's override grammar.
 _LITERAL_KEYS = {
     "model",
@@ -68,17 +65,7 @@ def compose_infer_config(args: Sequence[str]) -> InferConfig:
     Raises:
         ValueError: an unknown key or a bad value, in one line naming the key.
     """
-    overrides: list[str] = []
-    literals: dict[str, str] = {}
-    for arg in args:
-        key, sep, value = arg.partition("=")
-        key = _ALIASES.get(key, key)
-        if key == "sample.vocoder":
-            value = VOCODER_SPELLINGS.get(value, value)
-        if sep and key in _LITERAL_KEYS:
-            literals[key] = value
-        else:
-            overrides.append(f"{key}{sep}{value}")
+    overrides, literals = split_tool_args(args, _LITERAL_KEYS)
     cfg = compose_structured(overrides, config_name="infer", literals=literals)
     if not isinstance(cfg, InferConfig):
         raise TypeError(f"configs/infer.yaml composed a {type(cfg).__name__}, not an InferConfig")
