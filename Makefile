@@ -42,15 +42,16 @@ test-mutants: $(STAMP) ## Plant known bugs in a copy of the package; check the t
 
 DEMO_DIR ?= runs/demo
 DEMO_REF := f5lite/demo_data/audio/us_male/000_us_male.ogg
-demo: $(STAMP) ## Train the demo recipe on the shipped demo data (CPU, a few minutes), then synthesize with Griffin-Lim and score the held-out set
+demo: $(STAMP) ## Train the demo recipe and a duration predictor on the shipped demo data (CPU, a few minutes), then synthesize with Griffin-Lim and score the held-out set
 	$(BIN)/python -m f5lite.train +recipe=demo run_dir=$(DEMO_DIR)
-	$(BIN)/f5lite-infer model=$(DEMO_DIR)/export ref_audio=$(DEMO_REF) \
+	$(BIN)/python -m f5lite.train +recipe=duration_small run_dir=$(DEMO_DIR)_duration
+	$(BIN)/f5lite-infer model=$(DEMO_DIR)/export ref_audio=$(DEMO_REF) duration=$(DEMO_DIR)_duration/export \
 		ref_text="The kettle started to whistle just as the phone rang." \
 		text="A small model trained on a laptop in a few minutes." \
 		output=$(DEMO_DIR)/sample.wav sample.vocoder=griffin_lim seed=0
 	@echo "wrote $(DEMO_DIR)/sample.wav"
 	$(BIN)/f5lite-eval model=$(DEMO_DIR)/export testset=f5lite/demo_data/val/testset.txt output=$(DEMO_DIR)/eval \
-		sample.vocoder=griffin_lim
+		duration=$(DEMO_DIR)_duration/export sample.vocoder=griffin_lim
 	@echo "scored the held-out demo utterances: $(DEMO_DIR)/eval/summary.json, $(DEMO_DIR)/eval/report.html"
 
 BENCH_OUT ?= scripts/results

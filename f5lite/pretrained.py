@@ -8,6 +8,7 @@ config.json         {"format": "f5lite-pretrained", "format_version": 1, "f5lite
                      "backbone": "dit", "model": {<constructor kwargs, text_num_embeds included>},
                      "tokenizer": "pinyin", "mel_type": "vocos", "dtype": "bf16"}
 vocab.txt           the token table, line i = id i (absent for the byte tokenizer)
+duration.*          optional: the duration predictor trained with the model (`f5lite.duration_files`)
 ```
 
 The directory is written under a temporary name next to the target and renamed into place, so a reader never sees
@@ -31,11 +32,13 @@ from torch import nn
 from f5lite.atomic import atomic_directory
 from f5lite.audio.mel import MEL_KINDS
 from f5lite.config.model import MODEL_SCHEMAS, ModelConfig
+from f5lite.duration_files import LoadedDuration, write_duration_files
 from f5lite.models import backbone_kwargs, build_backbone, load_backbone_weights
 from f5lite.models.checkpoint import PREFIX
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.text import TOKENIZER_NAMES, Vocab, load_vocab, write_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+from f5lite.versioned import read_versioned_json
 
 FORMAT = "f5lite-pretrained"
 FORMAT_VERSION = 1
@@ -79,6 +82,7 @@ def save_pretrained(
     mel_type: str = "vocos",
     dtype: str = "fp32",
     replaceable: Callable[[Path], bool] | None = None,
+    duration: LoadedDuration | None = None,
 ) -> Path:
     """Write an export directory (see the module docstring for the layout).
 
@@ -91,6 +95,7 @@ def save_pretrained(
         mel_type: `vocos` or `bigvgan`.
         dtype: dtype of the saved parameters: `fp32`, `bf16` or `fp16`.
         replaceable: whether an existing non-empty `out_dir` may be replaced; default: when it is an export.
+        duration: a duration predictor trained on the same text ids, written beside the model.
 
     Returns:
         The directory.
@@ -125,6 +130,8 @@ def save_pretrained(
             (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
             if vocab is not None:
                 write_vocab(staging / VOCAB_FILE, vocab)
+            if duration is not None:
+                write_duration_files(staging, duration.predictor, tokenizer, vocab, duration.trained_updates)
     except ValueError as err:
         raise PretrainedError(str(err)) from None
     return out
@@ -148,7 +155,7 @@ def load_pretrained(
             described architecture or vocab.
     """
     root = Path(directory)
-    config = _read_config(root)
+    config = read_versioned_json(root, CONFIG_FILE, FORMAT, FORMAT_VERSION, "an f5lite export", PretrainedError)
     try:
         model_cfg = MODEL_SCHEMAS[config["backbone"]](backbone=config["backbone"], **config["model"])
         tokenizer, mel_type, dtype = config["tokenizer"], config["mel_type"], config["dtype"]
@@ -206,29 +213,10 @@ def _check_vocab(vocab: Vocab | None, tokenizer: str, num_embeds: int | None) ->
         raise PretrainedError(f"the vocab has {len(vocab)} tokens but the model embeds {num_embeds}")
 
 
-def _read_config(root: Path) -> dict[str, Any]:
-    if not root.is_dir():
-        raise PretrainedError(f"{root} is not a directory")
-    path = root / CONFIG_FILE
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise PretrainedError(f"{root} is not an f5lite export: cannot read {CONFIG_FILE} ({err.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PretrainedError(f"{path} is not valid JSON: {err}") from None
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise PretrainedError(f"{path} is not an f5lite export config (its format is not {FORMAT!r})")
-    if config.get("format_version") != FORMAT_VERSION:
-        raise PretrainedError(
-            f"{path} has format_version {config.get('format_version')!r}; this f5lite reads version {FORMAT_VERSION}"
-        )
-    return config
-
-
 def is_export(directory: Path) -> bool:
     """Whether `directory` holds an f5lite export (so a new export may replace it)."""
     try:
-        _read_config(directory)
+        read_versioned_json(directory, CONFIG_FILE, FORMAT, FORMAT_VERSION, "an f5lite export", PretrainedError)
     except PretrainedError:
         return False
     return True

@@ -52,6 +52,8 @@ EXPORT = (
     "tests/test_train_loop.py::test_export_of_an_earlier_step_in_bf16",
 )
 
+DURATION = "tests/test_duration_plumbing.py"
+
 MUTANTS = (
     Mutant(
         "A",
@@ -216,9 +218,9 @@ MUTANTS = (
     Mutant(
         "M5",
         "the stop-time save waits however long the write takes",
-        TRAINER,
-        "done = self.save(timeout=budget) and self.store.wait(timeout=budget - (time.monotonic() - start))",
-        "done = self.save() and self.store.wait()",
+        "f5lite/train/lifecycle.py",
+        "done = save(budget) and store.wait(timeout=budget - (time.monotonic() - start))",
+        "done = save(1e9) and store.wait()",
         (
             "tests/test_train_faults.py::test_a_stop_time_save_past_its_budget_exits_in_time_and_keeps_the_last_checkpoint",
         ),
@@ -270,6 +272,54 @@ MUTANTS = (
         "scipy_fft.dct(mel, type=2, axis=-1)",
         'scipy_fft.dct(mel, type=2, axis=-1, norm="ortho")',
         ("tests/test_eval_metrics.py::test_cepstrum_is_the_cosine_series_of_the_log_mel",),
+    ),
+    Mutant(
+        "DUR1",
+        "an export's duration predictor is ignored (the byte rule sizes everything)",
+        "f5lite/infer/duration.py",
+        'if setting == "auto":\n        return DurationEstimator(own)',
+        'if setting == "auto":\n        return DurationEstimator(None)',
+        (f"{DURATION}::test_a_predictor_in_the_export_sizes_the_speech_by_default",),
+    ),
+    Mutant(
+        "DUR2",
+        "duration=rule does not force the rule",
+        "f5lite/infer/duration.py",
+        'if setting == "rule":',
+        'if setting == "rules":',
+        (f"{DURATION}::test_duration_rule_forces_the_byte_ratio_rule",),
+    ),
+    Mutant(
+        "DUR3",
+        "a length the user gives is ignored",
+        "f5lite/infer/synthesizer.py",
+        "        if seconds is not None:\n            totals = _share(",
+        "        if False:\n            totals = _share(",
+        (f"{DURATION}::test_given_seconds_win_over_predictor_and_speed",),
+    ),
+    Mutant(
+        "DUR4",
+        "the predictor trained alongside is left out of the checkpoint",
+        TRAINER,
+        "            tensors.update(groups)\n",
+        "",
+        (f"{DURATION}::test_alongside_trains_checkpoints_resumes_exactly_and_exports",),
+    ),
+    Mutant(
+        "DUR5",
+        "the same-speaker ratio term is dropped from the loss",
+        "f5lite/models/duration.py",
+        "    if first:",
+        "    if False:",
+        ("tests/test_duration_model.py::test_the_pair_term_is_the_log_ratio_error_computed_by_hand",),
+    ),
+    Mutant(
+        "DUR6",
+        "a resumed predictor-only run restarts its epoch",
+        "f5lite/train/duration_run.py",
+        "        self._consumed = self.data.sampler.position",
+        "        self._consumed = 0",
+        (f"{DURATION}::test_alone_trains_resumes_exactly_and_exports_a_predictor_directory",),
     ),
     Mutant(
         "control",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO
 from f5lite.config.checks import check_at_least, check_choice
-from f5lite.config.infer_schema import DEVICE_PATTERN
+from f5lite.config.infer_schema import DEVICE_PATTERN, check_duration_setting
 from f5lite.config.schema import SampleConfig
 from f5lite.eval.items import LANGUAGES, METRIC_NAMES, MetricSettings
 from f5lite.models.dtypes import WEIGHT_DTYPES
@@ -60,6 +60,10 @@ class EvalConfig:
     """Seconds of cross-fade between chunks of a long text; 0 concatenates."""
     compile: bool = False
     """Compile the backbone's blocks for inference (worth it for a long test set)."""
+    duration: str = "auto"
+    """What sizes the speech: `auto` (the model's duration predictor when it has one, else F5-TTS's byte-ratio
+    rule), `rule`, or a predictor directory. Whichever it is, rows with `gt_audio` report the relative error of the
+    rule's estimate and of the predictor's (when there is one) against the ground truth's length."""
     sample: SampleConfig = field(default_factory=lambda: SampleConfig(seed=0))
     """Sampler settings, as in `f5lite-infer`. `seed` is the base seed: each row's noise seed is derived from it and
     the row's id, so a rerun (or the same row in another test set) gives the same audio."""
@@ -87,6 +91,7 @@ class EvalConfig:
             raise ValueError(f"device={self.device!r} is not valid; use auto, cpu, cuda or cuda:N")
         check_choice("dtype", self.dtype, WEIGHT_DTYPES)
         check_at_least("cross_fade", self.cross_fade, 0.0)
+        check_duration_setting(self.duration)
         if self.sample.seed is None:
             raise ValueError("sample.seed=null is not valid here: each row's seed is derived from it, so that a rerun "
                              "reproduces the audio; give an integer")  # fmt: skip

@@ -6,20 +6,37 @@ the same in both. Each field is validated in `__post_init__` with a one-line `Va
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO
 from f5lite.config.checks import check_at_least, check_choice
 from f5lite.config.schema import SampleConfig
 from f5lite.models.dtypes import WEIGHT_DTYPES
 
+DURATION_MODES = ("auto", "rule")
+"""Named values of `duration`; any other value is a duration predictor directory."""
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 """Accepted device names: `auto` picks `cuda` when available, else `cpu`."""
 EMPTY_REF_TEXT = (
     "ref_text is empty: give the transcript of the reference audio (automatic transcription needs an ASR model, "
     "which f5lite does not ship)"
 )
+
+
+def check_duration_setting(value: str) -> None:
+    """`duration` is `auto`, `rule`, or an existing directory.
+
+    Raises:
+        ValueError: none of them (one line naming the key).
+    """
+    if value not in DURATION_MODES and not Path(value).is_dir():
+        raise ValueError(
+            f"duration={value!r} is not valid: give auto, rule, or a duration predictor directory (that one does not "
+            "exist)"
+        )
 
 
 @dataclass
@@ -51,6 +68,13 @@ class InferConfig:
     compile: bool = False
     """Compile the backbone's blocks for inference (weights frozen into the graph): the first chunk of each new
     length waits for compilation, later ones run about 1.3x faster on a CPU. Worth it for many or long texts."""
+    duration: str = "auto"
+    """What sizes the speech: `auto` (the model's duration predictor when its export or run has one, else F5-TTS's
+    byte-ratio rule), `rule` (always the rule), or a predictor directory (the export of a `duration.train=alone`
+    run, e.g. `runs/duration_small/export`)."""
+    seconds: float | None = None
+    """Seconds of speech to generate (the reference excluded), instead of an estimate; `sample.speed` then has no
+    effect on the length. A long text's chunks share it in proportion to their estimated lengths."""
     sample: SampleConfig = field(default_factory=SampleConfig)
     """Sampler settings, as in training (`seed`, `vocoder`, `vocoder_path` are also accepted at the top level)."""
 
@@ -68,5 +92,8 @@ class InferConfig:
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ValueError(f"device={self.device!r} is not valid; use auto, cpu, cuda or cuda:N")
         check_choice("dtype", self.dtype, WEIGHT_DTYPES)
+        check_duration_setting(self.duration)
+        if self.seconds is not None and not (self.seconds > 0 and math.isfinite(self.seconds)):
+            raise ValueError(f"seconds={self.seconds!r} is not valid; give the seconds of speech to generate, > 0")
         if self.sample.vocoder == "griffin_lim" and self.sample.vocoder_source != DEFAULT_VOCOS_REPO:
             raise ValueError("vocoder_path is for vocos; the griffinlim vocoder has no weights")

@@ -1,8 +1,9 @@
 """Typed schemas for a training run: every default lives here, YAML files only compose and override.
 
-Sections: `model` (see `f5lite.config.model`), `data`, `optim`, `perf`, `ema`, `ckpt`, `sample`, `logger`, `eval`. Each
-dataclass validates itself in `__post_init__`, which OmegaConf runs when the composed config is turned into objects
-(`f5lite.config.compose_config`), so a bad value fails before any work starts, with a `ValueError` naming the key.
+Sections: `model` (see `f5lite.config.model`), `data`, `optim`, `perf`, `ema`, `ckpt`, `sample`, `logger`, `eval`,
+`init`, `finetune`, `duration`. Each dataclass validates itself in `__post_init__`, which OmegaConf runs when the
+composed config is turned into objects (`f5lite.config.compose_config`), so a bad value fails before any work starts,
+with a `ValueError` naming the key.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ EMA_DEVICES = ("same", "cpu")
 """`ema.device`."""
 LOGGERS = ("none", "tensorboard", "wandb")
 """`logger.backend`."""
+DURATION_TRAINING = ("none", "alongside", "alone")
+"""`duration.train`."""
 LORA_EXPORTS = ("merged", "adapter")
 """`finetune.lora.export`."""
 BEST_VAL_METRICS = ("val/loss", "val/loss_online")
@@ -375,6 +378,38 @@ class EvalConfig:
 
 
 @dataclass
+class DurationConfig:
+    """The duration predictor (`f5lite.models.duration`): how many frames a text takes to say, learned.
+
+    Picked as a group: `duration=small` trains one alongside the flow model; `+recipe=duration_small` trains one alone.
+    """
+
+    train: str = "none"
+    """`none`; `alongside`: one predictor update on every flow update's batches (its own optimizer; checkpointed and
+    exported with the model); `alone`: train only the predictor, from the text, length and speaker of each utterance
+    (no audio is read); its export is a predictor directory that `f5lite-infer duration=DIR` uses with any model of
+    the same vocab."""
+    dim: int = 64
+    """Width of the token embedding and of the blocks."""
+    depth: int = 3
+    """Convolution blocks."""
+    kernel_size: int = 5
+    """Tokens each block's depthwise convolution sees (odd)."""
+    lr: float = 2.0e-3
+    """Peak learning rate of the predictor's AdamW (betas, eps and weight decay are `optim`'s); the warm-up and the
+    linear decay follow `optim.warmup_updates` and `optim.max_updates`."""
+
+    def __post_init__(self) -> None:
+        check_choice("duration.train", self.train, DURATION_TRAINING)
+        check_at_least("duration.dim", self.dim, 1)
+        check_at_least("duration.depth", self.depth, 1)
+        if self.kernel_size < 1 or self.kernel_size % 2 == 0:
+            raise ValueError(f"duration.kernel_size={self.kernel_size!r} is not valid; it must be an odd number >= 1")
+        if not self.lr > 0:
+            raise ValueError(f"duration.lr={self.lr!r} is not valid; it must be > 0")
+
+
+@dataclass
 class InitConfig:
     """Pretrained weights to start from (fine-tuning).
 
@@ -455,6 +490,8 @@ class TrainConfig:
     """Pretrained weights to start from."""
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
     """Fine-tuning options (LoRA)."""
+    duration: DurationConfig = field(default_factory=DurationConfig)
+    """The duration predictor; the `duration` group picks one (`none` by default)."""
     run_name: str = "f5lite"
     """Name of the run; recipes set it."""
     run_dir: str = "runs/${run_name}"

@@ -9,7 +9,7 @@ of one per batch; the frame-budget sampler counts the same padding.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +34,7 @@ class Batch:
         text_lengths: `[b]` int64 real ids per row.
         paths: The audio file of each row.
         num_skipped: Unreadable items replaced while making this batch (to log; normally 0).
+        speakers: Each row's speaker, None where the data does not say (the duration predictor pairs rows by it).
     """
 
     mel: Tensor
@@ -42,6 +43,7 @@ class Batch:
     text_lengths: Tensor
     paths: list[str]
     num_skipped: int
+    speakers: list[str | None] = field(default_factory=list)
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         """The batch with its tensors on `device`.
@@ -77,16 +79,18 @@ class Utterance:
     """One loaded training item.
 
     Attributes:
-        mel: Log-mel `[n, N_MELS]` float32, at 24 kHz.
+        mel: Log-mel `[n, N_MELS]` float32, at 24 kHz; `[n, 0]` from a dataset that reads no audio (only lengths).
         ids: The transcript as vocab ids (or bytes).
         path: The audio file (or the cut id) it came from, for messages.
         num_skipped: Unreadable items that were replaced to produce this one (0 normally).
+        speaker: Its speaker, when the data says.
     """
 
     mel: Tensor
     ids: list[int]
     path: str
     num_skipped: int
+    speaker: str | None = None
 
 
 def collate(items: Sequence[Utterance], pad_multiple: int = 1) -> Batch:
@@ -115,6 +119,7 @@ def collate(items: Sequence[Utterance], pad_multiple: int = 1) -> Batch:
         text_lengths=lengths,
         paths=[item.path for item in items],
         num_skipped=sum(item.num_skipped for item in items),
+        speakers=[item.speaker for item in items],
     )
 
 

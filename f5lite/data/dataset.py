@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import logging
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,8 @@ class CutDataset(Dataset[Batch]):
         pad_multiple: pad batch lengths up to a multiple of this.
         max_skip_ratio: largest tolerated share of failed reads in one process (0 stops at the first one).
         stored_ids: use the `token_ids` cuts carry (the run's vocab extends the one they were made with).
+        audio: load the mels; False gives `[frames, 0]` mels of each cut's measured length and reads no audio (what
+            the duration predictor trains on alone: text, length and speaker).
 
     Raises:
         ValueError: a bad argument.
@@ -65,6 +68,7 @@ class CutDataset(Dataset[Batch]):
         pad_multiple: int = 1,
         max_skip_ratio: float = 0.05,
         stored_ids: bool = True,
+        audio: bool = True,
     ) -> None:
         if not 0.0 <= max_skip_ratio <= 1.0:
             raise ValueError(f"max_skip_ratio={max_skip_ratio} is not valid; it must be in [0, 1]")
@@ -73,6 +77,7 @@ class CutDataset(Dataset[Batch]):
         self.pad_multiple = pad_multiple
         self.max_skip_ratio = max_skip_ratio
         self.stored_ids = stored_ids
+        self.audio = audio
         self.num_reads = 0
         """Utterance reads attempted in this process (each worker process counts its own)."""
         self.num_failed = 0
@@ -112,7 +117,8 @@ class CutDataset(Dataset[Batch]):
         Raises:
             ValueError, OSError: it cannot be read, or its length differs from what was measured.
         """
-        return Utterance(_same_length(self._mel(cut), cut, _where(cut)), self._ids(cut), _where(cut), 0)
+        mel = _same_length(self._mel(cut), cut, _where(cut)) if self.audio else torch.zeros(frames_of(cut), 0)
+        return Utterance(mel, self._ids(cut), _where(cut), 0, _speaker(cut))
 
     def _ids(self, cut: Cut) -> list[int]:
         custom = cut.custom or {}
@@ -170,7 +176,7 @@ class CutDataset(Dataset[Batch]):
             assert cut is not None
             target = frames_of(cut)
             nearest = min(pool, key=lambda u: abs(u.mel.shape[0] - target))
-            replaced.append(Utterance(nearest.mel, nearest.ids, nearest.path, nearest.num_skipped + 1))
+            replaced.append(replace(nearest, num_skipped=nearest.num_skipped + 1))
         return replaced
 
     def _record_failure(self, cut: Cut, err: Exception) -> None:
@@ -213,6 +219,12 @@ def _expand(failed: list[Cut], loaded: list[Utterance | None]) -> list[Cut | Non
     """The failed cut at each position of `loaded` that holds None, None elsewhere."""
     queue = iter(failed)
     return [next(queue) if item is None else None for item in loaded]
+
+
+def _speaker(cut: Cut) -> str | None:
+    """The speaker of the cut's first supervision, when it names one."""
+    supervisions = cut.supervisions
+    return supervisions[0].speaker if supervisions and supervisions[0].speaker else None
 
 
 def _where(cut: Cut) -> str:

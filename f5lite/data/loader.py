@@ -101,7 +101,13 @@ class _EpochCuts:
 
 
 def build_train_data(
-    cfg: DataConfig, *, seed: int, rank: int = 0, num_replicas: int = 1, pin_memory: bool = False
+    cfg: DataConfig,
+    *,
+    seed: int,
+    rank: int = 0,
+    num_replicas: int = 1,
+    pin_memory: bool = False,
+    audio: bool = True,
 ) -> TrainData:
     """Open the data sources and make this rank's loader.
 
@@ -112,6 +118,7 @@ def build_train_data(
         num_replicas: Number of ranks.
         pin_memory: Put batches in page-locked memory, so `Batch.to(device, non_blocking=True)` copies to the GPU
             asynchronously; ignored without CUDA.
+        audio: load the mels; False reads only text, lengths and speakers (`CutDataset`'s `audio`).
 
     Returns:
         The loader, its sampler, the dataset, the text encoder and the sources.
@@ -148,6 +155,7 @@ def build_train_data(
         pad_multiple=cfg.pad_multiple,
         max_skip_ratio=cfg.max_skip_ratio,
         stored_ids=vocab is not None,
+        audio=audio,
     )
     loader = DataLoader(
         dataset,

@@ -29,9 +29,12 @@ Keys (configs/eval.yaml, schema f5lite/config/eval_schema.py):
   vocoder       vocos (default) or griffinlim (no weights); vocoder_path: a local Vocos directory or hub id
   device        auto (default), cpu, cuda, cuda:N; dtype: fp32 (default), bf16, fp16
   cross_fade    seconds of cross-fade between chunks (default 0.15); compile: true compiles the model
+  duration      auto (default: the model's duration predictor if it has one, else the byte-ratio rule), rule, or a
+                predictor directory; rows with gt_audio report both estimates' relative error against its length
   sample.*      steps method schedule sway cfg_strength cfg_zero_init_steps cfg_zero_star speed
 
-Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, mos and vocoder_path are taken verbatim.
+Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, mos, duration and vocoder_path are taken
+verbatim.
 Every input is checked before the first row is synthesized; a bad one prints one line and exits with status 2.
 """
 
@@ -59,6 +62,7 @@ _LITERAL_KEYS = {
     "asr",
     "speaker",
     "mos",
+    "duration",
     "sample.vocoder_source",
 }
 

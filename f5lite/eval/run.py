@@ -7,7 +7,9 @@ resuming). Synthesis goes through `Synthesizer`, exactly the inference path, wit
 from the base seed and the row's id. The scored audio is what was written to `audio/<id>.wav`, read back, so that
 `audio_dir=OUTPUT/audio` scores the same numbers again.
 
-A row with `gt_audio` also scores the ground truth as if it were the output (`gt` in its results; the mel metrics,
+A row with `gt_audio` also gets the relative error of the estimated duration against the ground truth's, by the
+byte-ratio rule (`duration_error_rule`) and by the duration predictor when there is one (`duration_error`); their
+medians are in `summary.json` (`duration`). It also scores the ground truth as if it were the output (`gt` in its results; the mel metrics,
 which compare with the ground truth, are left out there): the floor the model's numbers are read against.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import platform
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -29,6 +32,8 @@ import f5lite
 from f5lite.atomic import write_json_atomic
 from f5lite.audio import SAMPLE_RATE, load_audio, save_audio
 from f5lite.config.eval_schema import EvalConfig
+from f5lite.config.infer_schema import DURATION_MODES
+from f5lite.eval.duration import DurationCase, duration_cases, relative_errors
 from f5lite.eval.items import EvalItem, MetricSettings
 from f5lite.eval.metrics import Metric, build_metrics, score_item, summarize
 from f5lite.eval.outdir import (
@@ -41,13 +46,14 @@ from f5lite.eval.outdir import (
 )
 from f5lite.eval.report import write_report
 from f5lite.eval.testset import TestRow, read_testset
+from f5lite.infer.duration import DurationEstimator, resolve_duration
 from f5lite.infer.loading import resolve_device
 from f5lite.infer.synthesizer import Synthesizer
 
 AUDIO_EXTENSIONS = ("wav", "flac", "ogg", "mp3")
 """What `audio_dir` is searched for, in this order: `<id>.wav`, then `<id>.flac`, ..."""
-ROW_FIELDS = ("id", "gen_text", "audio", "seconds", "seed", "gt")
-"""The keys of a result row that are not metric results."""
+ROW_FIELDS = ("id", "gen_text", "audio", "seconds", "seed", "gt", "duration_error_rule", "duration_error")
+"""The keys of a result row that are not metric results (the duration errors are summarized apart, as medians)."""
 BACKEND_OF = {"wer": "asr", "sim": "speaker", "mos": "mos"}
 """The config key that picks each metric's backend (`mel` has none)."""
 METRIC_PACKAGES = ("jiwer", "pocketsphinx", "resemblyzer", "speechmos", "onnxruntime", "librosa", "transformers",
@@ -97,7 +103,14 @@ def evaluate(cfg: EvalConfig, *, progress: bool = False) -> EvalOutcome:
     done = resumable_rows(output, settings, [row.id for row in rows])
     backends = MetricSettings(asr=cfg.asr, speaker=cfg.speaker, mos=cfg.mos, language=cfg.lang, device=str(device))
     metrics = build_metrics(cfg.metrics, backends)
-    audio_of = _existing(found) if found is not None else _synthesizing(cfg, device, output)
+    if found is not None:
+        audio_of = _existing(found)
+        estimator = resolve_duration(cfg.duration, None)
+    else:
+        synthesizer = _load_synthesizer(cfg, device)
+        audio_of = _synthesizing(cfg, synthesizer, output)
+        estimator = synthesizer.duration
+    cases = {case.id: case for case in duration_cases(rows)}
     start_output(output, settings, [done[row.id] for row in rows if row.id in done])
     results = []
     for row in tqdm(rows, desc="f5lite-eval", unit="row", disable=not progress):
@@ -105,9 +118,12 @@ def evaluate(cfg: EvalConfig, *, progress: bool = False) -> EvalOutcome:
             results.append(done[row.id])
             continue
         result = score_row(metrics, row, *audio_of(row))
+        if row.id in cases:
+            result.update(duration_results(cases[row.id], estimator))
         append_result(output, result)
         results.append(result)
     summary = build_summary(results, settings, time.perf_counter() - started, resumed=len(done))
+    summary["duration"] = duration_summary(results, estimator.name)
     write_json_atomic(output / SUMMARY_FILE, summary)
     write_report(output / REPORT_FILE, summary, results, {row.id: row for row in rows}, output, cfg.report_items)
     return EvalOutcome(output, results, summary)
@@ -204,6 +220,25 @@ def score_row(
     return result
 
 
+def duration_results(case: DurationCase, estimator: DurationEstimator) -> dict[str, float]:
+    """One row's relative duration errors: `duration_error_rule`, and `duration_error` with a predictor."""
+    result = {"duration_error_rule": relative_errors([case], DurationEstimator())[0]}
+    if estimator.name == "predictor":
+        result["duration_error"] = relative_errors([case], estimator)[0]
+    return result
+
+
+def duration_summary(rows: Sequence[Mapping[str, Any]], used: str) -> dict[str, Any]:
+    """What sized the speech (`predictor` or `rule`) and the median relative errors over the rows that have them."""
+    summary: dict[str, Any] = {"used": used}
+    for key in ("duration_error_rule", "duration_error"):
+        values = [float(row[key]) for row in rows if key in row]
+        if values:
+            summary[f"median_{key}"] = statistics.median(values)
+            summary["rows"] = len(values)
+    return summary
+
+
 def metric_results(row: Mapping[str, Any]) -> dict[str, Any]:
     """The metric keys of a result row (everything but `ROW_FIELDS`).
 
@@ -262,6 +297,7 @@ def run_settings(cfg: EvalConfig, device: torch.device) -> dict[str, Any]:
         "backends": {name: getattr(cfg, BACKEND_OF[name]) for name in cfg.metrics if name in BACKEND_OF},
         "lang": cfg.lang,
         "device": str(device),
+        "duration": cfg.duration if cfg.duration in DURATION_MODES else str(Path(cfg.duration).resolve()),
     }
     if cfg.audio_dir is not None:
         return {"audio_dir": str(Path(cfg.audio_dir).resolve()), **settings}
@@ -288,9 +324,9 @@ def versions() -> dict[str, str]:
     return found
 
 
-def _synthesizing(cfg: EvalConfig, device: torch.device, output: Path) -> AudioSource:
+def _load_synthesizer(cfg: EvalConfig, device: torch.device) -> Synthesizer:
     sample = cfg.sample
-    synthesizer = Synthesizer.from_pretrained(
+    return Synthesizer.from_pretrained(
         str(cfg.model),
         vocoder=sample.vocoder,
         vocoder_source=sample.vocoder_source if sample.vocoder == "vocos" else None,
@@ -299,7 +335,12 @@ def _synthesizing(cfg: EvalConfig, device: torch.device, output: Path) -> AudioS
         device=device,
         dtype=cfg.dtype,
         compile=cfg.compile,
+        duration=cfg.duration,
     )
+
+
+def _synthesizing(cfg: EvalConfig, synthesizer: Synthesizer, output: Path) -> AudioSource:
+    sample = cfg.sample
     options = sample.sampler_options()
     base_seed = sample.seed if sample.seed is not None else 0  # EvalConfig refuses null
 

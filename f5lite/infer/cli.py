@@ -21,11 +21,14 @@ Keys (configs/infer.yaml, schema f5lite/config/infer_schema.py):
   device        auto (default), cpu, cuda, cuda:N; dtype: fp32 (default), bf16, fp16
   cross_fade    seconds of cross-fade between chunks (default 0.15; 0 allowed)
   compile       true: compile the model for inference (slow first chunk, faster after; for long texts)
+  duration      what sizes the speech: auto (default: the model's duration predictor if it has one, else the
+                byte-ratio rule), rule, or a predictor directory (e.g. runs/duration_small/export)
+  seconds       seconds of speech to generate instead of an estimate (the reference excluded)
   sample.*      steps method schedule sway cfg_strength cfg_zero_init_steps cfg_zero_star speed
                 (e.g. sample.steps=7 sample.cfg_strength=0 sample.sway=0 sample.cfg_zero_star=true)
 
-Values of model, recipe, vocab, ref_audio, ref_text, text, text_file, output and vocoder_path are taken verbatim
-(no Hydra quoting needed for commas or quotes). A bad input prints one line and exits with status 2.
+Values of model, recipe, vocab, ref_audio, ref_text, text, text_file, output, duration and vocoder_path are taken
+verbatim (no Hydra quoting needed for commas or quotes). A bad input prints one line and exits with status 2.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ _LITERAL_KEYS = {
     "text",
     "text_file",
     "output",
+    "duration",
     "sample.vocoder_source",
 }
 
@@ -100,6 +104,7 @@ def run(cfg: InferConfig) -> Path:
         device=cfg.device,
         dtype=cfg.dtype,
         compile=cfg.compile,
+        duration=cfg.duration,
     )
     wave, sample_rate = synthesizer.synthesize(
         text,
@@ -109,6 +114,7 @@ def run(cfg: InferConfig) -> Path:
         seed=sample.seed,
         cross_fade=cfg.cross_fade,
         progress=True,
+        seconds=cfg.seconds,
     )
     save_audio(output, wave, sample_rate)
     return output

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from f5lite.config.infer_schema import DEVICE_PATTERN
+from f5lite.duration_files import LoadedDuration
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.storage.sources import load_source
 from f5lite.text import TextEncoder
@@ -26,11 +27,13 @@ class LoadedModel:
         backbone: in eval mode, on the requested device and dtype.
         encoder: turns text into the ids the backbone was trained on.
         mel_type: the mel convention of its audio features (`vocos` or `bigvgan`).
+        duration: the duration predictor that came with it (on the same device, float32), or None.
     """
 
     backbone: nn.Module
     encoder: TextEncoder
     mel_type: str
+    duration: LoadedDuration | None = None
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -82,4 +85,6 @@ def load_model(
     target = resolve_device(device)
     loaded = load_source(path, recipe=recipe, vocab=vocab)
     backbone = loaded.backbone.to(device=target, dtype=WEIGHT_DTYPES[dtype]).eval()
-    return LoadedModel(backbone, TextEncoder(loaded.tokenizer, loaded.vocab), loaded.mel_type)
+    if loaded.duration is not None:
+        loaded.duration.predictor.to(target)
+    return LoadedModel(backbone, TextEncoder(loaded.tokenizer, loaded.vocab), loaded.mel_type, loaded.duration)

@@ -1,14 +1,16 @@
 """`Synthesizer`: text plus a reference clip in, speech out, with F5-TTS's inference pipeline.
 
 For each chunk of the text: the reference transcript and the chunk are encoded together, the duration is the
-reference's frames plus the chunk's bytes at the reference speaking rate, `f5lite.sample` continues the reference
-mel, the generated frames (after the reference) are vocoded, and the chunks are joined with a cross-fade. A quiet
+reference's frames plus the chunk's length at the reference speaking rate (by the model's duration predictor when it
+has one, else by bytes: `f5lite.infer.duration`; or a length the caller gives), `f5lite.sample` continues the
+reference mel, the generated frames (after the reference) are vocoded, and the chunks are joined with a cross-fade. A quiet
 reference is raised to RMS 0.1 first and the output lowered by the same factor. The sampler settings come in one
 `SamplerOptions`, passed whole to `sample`; only `speed` is read here (chunk size and durations).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -16,16 +18,19 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, load_vocoder, log_mel, normalize_rms, restore_rms
+from f5lite.audio import HOP_LENGTH, SAMPLE_RATE, Vocoder, load_audio, load_vocoder, log_mel, normalize_rms, restore_rms
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_SPELLINGS, GriffinLimVocoder
 from f5lite.infer.chunking import chunk_text, max_chunk_bytes, prepare_ref_text
 from f5lite.infer.crossfade import crossfade
+from f5lite.infer.duration import DurationEstimator, resolve_duration
 from f5lite.infer.loading import load_model, resolve_device
 from f5lite.models import apply_inference_compile
-from f5lite.sampling import SamplerOptions, estimate_duration, sample
+from f5lite.sampling import SamplerOptions, fixed_duration, sample
 from f5lite.sampling.options import merge_legacy_keywords
 from f5lite.text import TextEncoder
 
+FRAME_RATE = SAMPLE_RATE / HOP_LENGTH
+"""Mel frames per second."""
 DEFAULT_CROSS_FADE = 0.15
 """Seconds of cross-fade between chunks (F5-TTS's default)."""
 
@@ -38,18 +43,27 @@ class Synthesizer:
         encoder: the text encoder the backbone was trained with.
         vocoder: turns the model's mels into audio; its `mel_kind` must be the model's mel type.
         mel_type: the model's mel convention, `vocos` or `bigvgan`.
+        duration: sizes each chunk's speech; None uses F5-TTS's byte-ratio rule.
 
     Raises:
         ValueError: the vocoder expects another mel type than the model's.
     """
 
-    def __init__(self, backbone: nn.Module, encoder: TextEncoder, vocoder: Vocoder, mel_type: str = "vocos") -> None:
+    def __init__(
+        self,
+        backbone: nn.Module,
+        encoder: TextEncoder,
+        vocoder: Vocoder,
+        mel_type: str = "vocos",
+        duration: DurationEstimator | None = None,
+    ) -> None:
         if vocoder.mel_kind != mel_type:
             raise ValueError(f"the model makes {mel_type!r} mels but the vocoder expects {vocoder.mel_kind!r} mels")
         self.backbone = backbone
         self.encoder = encoder
         self.vocoder = vocoder
         self.mel_type = mel_type
+        self.duration = duration or DurationEstimator()
 
     @classmethod
     def from_pretrained(
@@ -63,6 +77,7 @@ class Synthesizer:
         device: str | torch.device = "auto",
         dtype: str = "fp32",
         compile: bool = False,
+        duration: str | os.PathLike[str] = "auto",
     ) -> Synthesizer:
         """Load a model and a vocoder.
 
@@ -78,21 +93,26 @@ class Synthesizer:
             dtype: weights' dtype: `fp32`, `bf16` or `fp16` (the ODE state and the vocoder stay float32).
             compile: compile the backbone's blocks for inference (`apply_inference_compile`): the first call of
                 each new length compiles for a while, later calls run faster (about 1.3x on a 2-core CPU).
+            duration: what sizes the speech: `auto` (the model's duration predictor when it has one, else the
+                byte-ratio rule), `rule` (always the rule), or a predictor directory (a `duration.train=alone`
+                run's export).
 
         Returns:
             The synthesizer.
 
         Raises:
-            ValueError: see `f5lite.infer.load_model`; an unknown vocoder, or a `vocoder_source` for Griffin-Lim.
+            ValueError: see `f5lite.infer.load_model`; an unknown vocoder, or a `vocoder_source` for Griffin-Lim; a
+                predictor directory that is missing or broken.
             OSError: the Vocos weights cannot be found or downloaded.
         """
         target = resolve_device(device)
         loaded = load_model(path_or_dir, recipe=recipe, vocab=vocab, device=target, dtype=dtype)
+        estimator = resolve_duration(duration, loaded.duration).to(target)
         if compile:
             apply_inference_compile(loaded.backbone)
         if not isinstance(vocoder, Vocoder):
             vocoder = _build_vocoder(vocoder, vocoder_source, loaded.mel_type, target)
-        return cls(loaded.backbone, loaded.encoder, vocoder, loaded.mel_type)
+        return cls(loaded.backbone, loaded.encoder, vocoder, loaded.mel_type, estimator)
 
     def synthesize(
         self,
@@ -104,6 +124,7 @@ class Synthesizer:
         seed: int | None = None,
         cross_fade: float = DEFAULT_CROSS_FADE,
         progress: bool = False,
+        seconds: float | None = None,
         **legacy: Any,
     ) -> tuple[Tensor, int]:
         """Speak `text` in the voice of the reference clip.
@@ -117,6 +138,9 @@ class Synthesizer:
             seed: noise seed (the same for every chunk); None draws from the global RNG.
             cross_fade: seconds of cross-fade between chunks; 0 concatenates.
             progress: show a progress bar over the chunks (on stderr).
+            seconds: seconds of speech to generate (the reference excluded), whatever the predictor or rule says;
+                a long text's chunks share it in proportion to their estimated lengths. `options.speed` does not
+                change it. None: estimated (see `self.duration`).
             **legacy: deprecated: the settings as keywords (`steps`, `method`, `schedule`, `sway_sampling_coef`,
                 `cfg_strength`, `cfg_zero_init_steps`, `cfg_zero_star`, `speed`), applied over `options` with a
                 `DeprecationWarning`.
@@ -134,19 +158,33 @@ class Synthesizer:
         ref_text = prepare_ref_text(ref_text)
         if cross_fade < 0:
             raise ValueError(f"cross_fade={cross_fade!r} is not valid; it must be >= 0")
+        if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
+            raise ValueError(f"seconds={seconds!r} is not valid; give the seconds of speech to generate, > 0")
         wave = load_audio(ref_audio) if not isinstance(ref_audio, Tensor) else _check_wave(ref_audio)
         wave, ref_rms = normalize_rms(wave)
         device = next(self.backbone.parameters()).device
         ref_mel = log_mel(wave.to(device)[None], kind=self.mel_type)
         chunks = chunk_text(text, max_chunk_bytes(ref_text, wave.shape[0] / SAMPLE_RATE, options.speed))
+        ref_frames = ref_mel.shape[1]
+        totals = [self.duration.total_frames(ref_frames, ref_text, chunk, options.speed) for chunk in chunks]
+        if seconds is not None:
+            totals = _share(ref_frames, totals, seconds)
         waves = []
-        for chunk in tqdm(chunks, desc="f5lite", unit="chunk", disable=not progress):
+        for chunk, total in tqdm(
+            list(zip(chunks, totals, strict=True)), desc="f5lite", unit="chunk", disable=not progress
+        ):
             ids = self.encoder.encode([ref_text + chunk]).ids.to(device)
-            duration = estimate_duration(ref_mel.shape[1], ref_text, chunk, options.speed)
-            mel = sample(self.backbone, ref_mel, ids, duration, options, seed=seed)
+            mel = sample(self.backbone, ref_mel, ids, total, options, seed=seed)
             waves.append(self.vocoder.decode(mel[:, ref_mel.shape[1] :])[0].float().cpu())
         joined = crossfade(waves, int(cross_fade * SAMPLE_RATE))
         return restore_rms(joined, ref_rms), SAMPLE_RATE
+
+
+def _share(ref_frames: int, totals: list[int], seconds: float) -> list[int]:
+    """Give each chunk its share of `seconds` of speech, in proportion to its estimated generated frames."""
+    estimated = [total - ref_frames for total in totals]
+    whole = sum(estimated)
+    return [fixed_duration(ref_frames, seconds * part / whole, FRAME_RATE) for part in estimated]
 
 
 def _build_vocoder(name: str, source: str | os.PathLike[str] | None, mel_type: str, device: torch.device) -> Vocoder:

@@ -3,7 +3,7 @@
 `SamplerOptions` holds every setting of the sampler in one frozen, validated value; `sample` takes it whole.
 """
 
-from f5lite.sampling.duration import effective_durations, estimate_duration
+from f5lite.sampling.duration import effective_durations, estimate_duration, fixed_duration, predicted_duration
 from f5lite.sampling.guidance import guided_velocity, optimized_scale
 from f5lite.sampling.ode import METHODS, integrate
 from f5lite.sampling.options import SamplerOptions
@@ -17,9 +17,11 @@ __all__ = [
     "SamplerOptions",
     "effective_durations",
     "estimate_duration",
+    "fixed_duration",
     "guided_velocity",
     "integrate",
     "optimized_scale",
+    "predicted_duration",
     "sample",
     "sway",
     "time_grid",

@@ -72,13 +72,6 @@ def load_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
     return cfg
 
 
-def vocab_hash(vocab: Vocab | None) -> str | None:
-    """sha256 of a vocab's tokens in order (None for the byte tokenizer): the text ids' meaning."""
-    if vocab is None:
-        return None
-    return hashlib.sha256("\n".join(vocab.tokens).encode("utf-8")).hexdigest()
-
-
 def check_run_dir(run_dir: Path, cfg: TrainConfig, vocab: Vocab | None) -> list[str]:
     """Check, without writing anything, that this launch may use `run_dir` (a new run, or a resume of the same one).
 

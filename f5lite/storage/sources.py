@@ -26,16 +26,18 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import nn
 
-from f5lite.config import MODEL_SCHEMAS, ModelConfig
+from f5lite.config import MODEL_SCHEMAS, ModelConfig, TrainConfig
 from f5lite.config.compose import compose_config
+from f5lite.duration_files import LoadedDuration, has_duration, load_duration
 from f5lite.models import CheckpointError, build_backbone_from_config, load_backbone_weights, load_f5tts_state_dict
 from f5lite.models.checkpoint import PREFIX
+from f5lite.models.duration import DurationPredictor
 from f5lite.pretrained import CONFIG_FILE as EXPORT_CONFIG
 from f5lite.pretrained import load_pretrained
 from f5lite.storage.lora import LoraSettings, merged_weights
 from f5lite.storage.rundir import CHECKPOINTS, VOCAB_FILE, is_run_dir, load_run_config
-from f5lite.storage.store import CheckpointStore
-from f5lite.text import Vocab, load_vocab
+from f5lite.storage.store import DURATION_TENSORS, DURATION_UPDATES, Checkpoint, CheckpointStore
+from f5lite.text import TextEncoder, Vocab, load_vocab
 from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, VOCAB_TOKENIZERS
 
 CHECKPOINT_SUFFIXES = (".safetensors", ".pt")
@@ -71,6 +73,8 @@ class LoadedSource:
         mel_type: `vocos` or `bigvgan`.
         vocab: the token table, or None for the byte tokenizer.
         step: the training update of a run's checkpoint; None for other kinds.
+        duration: the duration predictor trained with the model (an export's `duration.safetensors`, a run's
+            checkpoint with `duration.train=alongside`), or None.
     """
 
     kind: SourceKind
@@ -80,6 +84,7 @@ class LoadedSource:
     mel_type: str
     vocab: Vocab | None
     step: int | None = None
+    duration: LoadedDuration | None = None
 
 
 def identify(path: str | os.PathLike[str]) -> SourceKind:
@@ -148,7 +153,8 @@ def load_source(
             backbone, info = load_pretrained(source)
         except ValueError as err:
             raise ValueError(str(err)) from None
-        return LoadedSource(kind, backbone, info.model, info.tokenizer, info.mel_type, info.vocab)
+        duration = load_duration(source, tokenizer=info.tokenizer, vocab=info.vocab) if has_duration(source) else None
+        return LoadedSource(kind, backbone, info.model, info.tokenizer, info.mel_type, info.vocab, duration=duration)
     if kind is SourceKind.ADAPTER:
         return _load_adapter(source)
     return _load_official(source, recipe, vocab, use_ema)
@@ -187,10 +193,12 @@ def read_weights(path: str | os.PathLike[str], *, use_ema: bool = True) -> Weigh
 
 def _load_run(root: Path, step: int | None) -> LoadedSource:
     cfg = load_run_config(root)
-    store = CheckpointStore(root / CHECKPOINTS, writer=False)
-    ckpt = store.load_latest() if step is None else store.load_step(step)
-    if ckpt is None:
-        raise ValueError(f"{root} has no intact checkpoint")
+    if cfg.duration.train == "alone":
+        raise ValueError(
+            f"{root} trained only a duration predictor (duration.train=alone): give a model, and this run's export "
+            f"as duration={root / 'export'}"
+        )
+    ckpt = run_checkpoint(root, step)
     vocab = load_vocab(root / VOCAB_FILE) if cfg.data.tokenizer in VOCAB_TOKENIZERS else None
     num_embeds = BYTE_NUM_EMBEDS if vocab is None else len(vocab)
     weights = ckpt.tensors["ema"]
@@ -201,7 +209,42 @@ def _load_run(root: Path, step: int | None) -> LoadedSource:
     backbone = build_backbone_from_config(cfg.model, num_embeds)
     _load_into(backbone, weights, root)
     model = MODEL_SCHEMAS[cfg.model.backbone](**{**vars(cfg.model), "text_num_embeds": num_embeds})
-    return LoadedSource(SourceKind.RUN, backbone.eval(), model, cfg.data.tokenizer, cfg.data.mel_type, vocab, ckpt.step)
+    duration = run_duration(root, cfg, ckpt, vocab)
+    return LoadedSource(
+        SourceKind.RUN, backbone.eval(), model, cfg.data.tokenizer, cfg.data.mel_type, vocab, ckpt.step, duration
+    )
+
+
+def run_checkpoint(root: Path, step: int | None) -> Checkpoint:
+    """A run's newest intact checkpoint, or the one of update `step`.
+
+    Raises:
+        ValueError: there is none.
+    """
+    store = CheckpointStore(root / CHECKPOINTS, writer=False)
+    ckpt = store.load_latest() if step is None else store.load_step(step)
+    if ckpt is None:
+        raise ValueError(f"{root} has no intact checkpoint" + ("" if step is None else f" of update {step}"))
+    return ckpt
+
+
+def run_duration(root: Path, cfg: TrainConfig, ckpt: Checkpoint, vocab: Vocab | None) -> LoadedDuration | None:
+    """The duration predictor in a run's checkpoint (`duration.train` alongside or alone), or None.
+
+    Raises:
+        ValueError: its tensors do not fit `duration.*` of the run's config.
+    """
+    if DURATION_TENSORS not in ckpt.tensors:
+        return None
+    arch = cfg.duration
+    num_embeds = BYTE_NUM_EMBEDS if vocab is None else len(vocab)
+    predictor = DurationPredictor(num_embeds, arch.dim, arch.depth, arch.kernel_size)
+    try:
+        predictor.load_state_dict(ckpt.tensors[DURATION_TENSORS])
+    except RuntimeError:
+        raise ValueError(f"{root}: the checkpoint's duration predictor does not fit duration.* of its config") from None
+    updates = int(ckpt.meta.get(DURATION_UPDATES, 0))
+    return LoadedDuration(predictor.eval(), TextEncoder(cfg.data.tokenizer, vocab), updates)
 
 
 def _fold_adapters(

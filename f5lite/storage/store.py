@@ -53,6 +53,12 @@ _LATEST = "latest"
 _PREFIX = "step-"
 _TMP = ".tmp"
 SCORE = "score"
+DURATION_TENSORS = "duration"
+"""Tensor group of a checkpoint holding the duration predictor's weights (`duration.train` alongside or alone)."""
+DURATION_OPTIMIZER = "duration_optimizer"
+"""Tensor group (and metadata key of its skeleton) of the duration predictor's optimizer state."""
+DURATION_UPDATES = "duration_applied"
+"""Metadata key: the duration predictor's applied optimizer updates."""
 """Key of a checkpoint's score in its metadata: `{"metric": str, "value": float, "lower_is_better": bool}`."""
 
 

@@ -9,6 +9,7 @@ character, so a warning says so), and a UTF-8 byte order mark is skipped (F5-TTS
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -164,3 +165,10 @@ def write_vocab(path: str | os.PathLike[str], tokens: Iterable[str]) -> None:
         if "\n" in token or "\r" in token:
             raise ValueError(f"{path}: token {token!r} (id {i}) contains a line break and cannot be written")
     Path(path).write_bytes(("\n".join(vocab.tokens) + "\n").encode("utf-8"))
+
+
+def vocab_hash(vocab: Vocab | None) -> str | None:
+    """sha256 of a vocab's tokens in order (None for the byte tokenizer): the text ids' meaning."""
+    if vocab is None:
+        return None
+    return hashlib.sha256("\n".join(vocab.tokens).encode("utf-8")).hexdigest()

@@ -15,7 +15,9 @@ import sys
 from collections.abc import MutableMapping, Sequence
 
 from f5lite.config import compose_config
-from f5lite.train.trainer import Trainer, TrainingStopped
+from f5lite.train.duration_run import DurationRun
+from f5lite.train.lifecycle import TrainingStopped
+from f5lite.train.trainer import Trainer
 
 ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
 """The CUDA allocator's settings; `PYTORCH_ALLOC_CONF` (its newer name) and the HIP one count as set by the user too."""
@@ -55,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = compose_config(args)
-        trainer = Trainer(cfg)
+        trainer: Trainer | DurationRun = DurationRun(cfg) if cfg.duration.train == "alone" else Trainer(cfg)
     except ValueError as err:
         sys.stderr.write(f"f5lite-train: {err}\n")
         return 2

@@ -36,13 +36,15 @@ from f5lite.audio import SAMPLE_RATE, Vocoder, load_vocoder
 from f5lite.config import TrainConfig
 from f5lite.config.schema import PROMPT_PREFIX
 from f5lite.data.collate import Batch
-from f5lite.data.manifest import VAL_DIR_NAME, VAL_TESTSET_NAME
+from f5lite.data.manifest import VAL_TESTSET_NAME
 from f5lite.models import build_backbone_from_config
+from f5lite.models.duration import DurationPredictor
 from f5lite.text import TextEncoder
+from f5lite.train.duration import load_duration_cases, validation_errors
 from f5lite.train.loggers import MetricLogger
 from f5lite.train.prompts import PromptSet, SpokenPrompt, prompt_means
 from f5lite.train.samples import SampleLogger
-from f5lite.train.validation import ValidationSet, load_validation_set
+from f5lite.train.validation import ValidationSet, find_val_dir, load_validation_set
 
 log = logging.getLogger(__name__)
 
@@ -50,24 +52,6 @@ EVAL_LOG = "eval.jsonl"
 """One JSON line per evaluation, in `RUN_DIR/logs`."""
 
 Weights = Callable[[], dict[str, torch.Tensor]]
-
-
-def find_val_dir(cfg: TrainConfig) -> Path | None:
-    """The validation data: `eval.val_dir`, else `DATA_DIR/val` when it exists, else None.
-
-    Raises:
-        ValueError: `eval.val_dir` is set but does not exist.
-    """
-    if cfg.eval.val_dir is not None:
-        path = Path(cfg.eval.val_dir)
-        if not path.exists():
-            raise ValueError(f"eval.val_dir={cfg.eval.val_dir} does not exist")
-        return path
-    data_dir = cfg.data.dir if cfg.data.dir is not None else (cfg.data.sources[0].dir if cfg.data.sources else None)
-    if data_dir is None:
-        return None
-    candidate = Path(data_dir) / VAL_DIR_NAME
-    return candidate if candidate.is_dir() else None
 
 
 def validation_due(cfg: TrainConfig, update: int) -> bool:
@@ -134,6 +118,10 @@ class Evaluator:
                 f"ckpt.best_metric={cfg.ckpt.best_metric} needs validation data: give eval.val_dir=PATH or prepare "
                 "the data with f5lite-prepare --val-count N"
             )
+        self.encoder = encoder
+        self.duration_cases = load_duration_cases(cfg) if ev.every and cfg.duration.train != "none" else []
+        if self.duration_cases:
+            log.info("duration: %d held-out rows measured every %d updates", len(self.duration_cases), ev.every)
         vocoder = _load_vocoder(cfg, device) if cfg.logger.sample_every or ev.sample_every else None
         self.samples: SampleLogger | None = None
         if vocoder is not None and cfg.logger.sample_every:
@@ -159,8 +147,9 @@ class Evaluator:
         batch: Batch,
         ema_weights: Weights,
         online_weights: Weights,
+        duration: DurationPredictor | None = None,
     ) -> dict[str, float]:
-        """Do what is due after `update`: training sample, validation loss, prompts; log the numbers.
+        """Do what is due after `update`: training sample, validation loss and duration errors, prompts; log them.
 
         Args:
             update: the optimizer update just done.
@@ -168,17 +157,25 @@ class Evaluator:
             batch: the update's first batch (for the training sample).
             ema_weights: gives the EMA weights as a plain backbone state dict.
             online_weights: gives the online weights as a plain backbone state dict.
+            duration: the duration predictor being trained alongside, if any.
 
         Returns:
-            The logged numbers (`val/loss`, `val/loss_t0.00-0.25`, `prompts/wer`, ...); empty when nothing was due.
+            The logged numbers (`val/loss`, `val/loss_t0.00-0.25`, `val/duration_error`, `prompts/wer`, ...); empty
+            when nothing was due.
         """
         try:
-            return self._run(update, logger, batch, ema_weights, online_weights)
+            return self._run(update, logger, batch, ema_weights, online_weights, duration)
         finally:
             self._unload()
 
     def _run(
-        self, update: int, logger: MetricLogger, batch: Batch, ema_weights: Weights, online_weights: Weights
+        self,
+        update: int,
+        logger: MetricLogger,
+        batch: Batch,
+        ema_weights: Weights,
+        online_weights: Weights,
+        duration: DurationPredictor | None,
     ) -> dict[str, float]:
         cfg = self.cfg
         if self.samples is not None and update % cfg.logger.sample_every == 0:
@@ -194,6 +191,8 @@ class Evaluator:
                 online = self._validate()
                 results.update({f"val/{k.replace('loss', 'loss_online', 1)}": v for k, v in online.items()})
             results["eval/val_seconds"] = time.perf_counter() - start
+        if duration is not None and self.duration_cases and validation_due(cfg, update):
+            results.update(validation_errors(self.duration_cases, duration, self.encoder))
         if self.prompts is not None and prompts_due(cfg, update):
             start = time.perf_counter()
             self._load("ema", update, ema_weights)

@@ -24,12 +24,21 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from f5lite.atomic import atomic_directory
+from f5lite.duration_files import has_duration, save_duration
 from f5lite.models import backbone_kwargs, to_f5tts_layout
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.pretrained import save_pretrained
 from f5lite.storage.lora import LoraSettings, peft_config
-from f5lite.storage.rundir import CHECKPOINTS, VOCAB_FILE, load_run_config
-from f5lite.storage.sources import ADAPTER_MODEL_KEY, ADAPTER_WEIGHTS, SourceKind, identify, load_source
+from f5lite.storage.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE, load_run_config
+from f5lite.storage.sources import (
+    ADAPTER_MODEL_KEY,
+    ADAPTER_WEIGHTS,
+    SourceKind,
+    identify,
+    load_source,
+    run_checkpoint,
+    run_duration,
+)
 from f5lite.storage.store import CheckpointStore
 from f5lite.text import load_vocab
 from f5lite.text.tokenizers import BYTE_NUM_EMBEDS
@@ -76,6 +85,10 @@ def export_run(
         if step is not None:
             raise ValueError("give --step or --best, not both")
         step = CheckpointStore(root / CHECKPOINTS, writer=False).best_step(cfg.ckpt.best_metric)
+    if cfg.duration.train == "alone":
+        if fmt != "f5lite":
+            raise ValueError(f"{root} trained only a duration predictor, which has no {fmt} format")
+        return _export_duration(root, Path(out), step)
     if cfg.finetune.lora.rank and cfg.finetune.lora.export == "adapter":
         return _export_adapter(root, Path(out), step)
     loaded = load_source(root, step=step)
@@ -83,7 +96,7 @@ def export_run(
     if fmt == "f5lite":
         return save_pretrained(
             out, loaded.backbone, loaded.model, loaded.vocab, tokenizer=loaded.tokenizer, mel_type=loaded.mel_type,
-            dtype=dtype, replaceable=_is_previous_export,
+            dtype=dtype, replaceable=_is_previous_export, duration=loaded.duration,
         )  # fmt: skip
     state = loaded.backbone.state_dict()
     weights = {k: v.to(WEIGHT_DTYPES[dtype]) if v.is_floating_point() else v for k, v in state.items()}
@@ -99,18 +112,28 @@ def _is_previous_export(directory: Path) -> bool:
     with contextlib.suppress(ValueError):
         if identify(directory) in (SourceKind.EXPORT, SourceKind.ADAPTER):
             return True
+    if has_duration(directory) and not (directory / CONFIG_FILE).exists():
+        return True
     names = [p.name for p in directory.iterdir()]
     weights = [n for n in names if n.startswith("model_") and n.endswith(".safetensors")]
     return len(weights) == 1 and set(names) <= {weights[0], VOCAB_FILE}
 
 
+def _export_duration(root: Path, out: Path, step: int | None) -> Path:
+    """A `duration.train=alone` run: its predictor, in a directory of its own with the run's vocab."""
+    cfg = load_run_config(root)
+    vocab = load_vocab(root / VOCAB_FILE) if (root / VOCAB_FILE).is_file() else None
+    duration = run_duration(root, cfg, run_checkpoint(root, step), vocab)
+    if duration is None:
+        raise ValueError(f"{root}: its checkpoint holds no duration predictor")
+    tokenizer, updates = cfg.data.tokenizer, duration.trained_updates
+    return save_duration(out, duration.predictor, tokenizer, vocab, updates, replaceable=_is_previous_export)
+
+
 def _export_adapter(root: Path, out: Path, step: int | None) -> Path:
     """The averaged LoRA adapters alone, in peft's file format, plus the vocab; the base stays `init.weights`."""
     cfg = load_run_config(root)
-    store = CheckpointStore(root / CHECKPOINTS, writer=False)
-    ckpt = store.load_latest() if step is None else store.load_step(step)
-    if ckpt is None:
-        raise ValueError(f"{root} has no intact checkpoint")
+    ckpt = run_checkpoint(root, step)
     has_vocab = (root / VOCAB_FILE).is_file()
     num_embeds = len(load_vocab(root / VOCAB_FILE)) if has_vocab else BYTE_NUM_EMBEDS
     described = {

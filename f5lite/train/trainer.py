@@ -20,10 +20,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
-import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +44,24 @@ from f5lite.storage.rundir import (
     LOGS,
     check_run_dir,
     identity_hash,
-    vocab_hash,
     write_run_files,
 )
-from f5lite.storage.store import SCORE, Checkpoint, CheckpointStore
+from f5lite.storage.store import (
+    DURATION_OPTIMIZER,
+    DURATION_TENSORS,
+    DURATION_UPDATES,
+    SCORE,
+    Checkpoint,
+    CheckpointStore,
+)
 from f5lite.storage.tree import flatten, unflatten
+from f5lite.text.vocab import vocab_hash
 from f5lite.train.best import BestTracker
+from f5lite.train.duration import DurationTraining
 from f5lite.train.evaluation import Evaluator, prompts_due, validation_due
 from f5lite.train.export import export_run
+from f5lite.train.lifecycle import TrainingStopped as TrainingStopped  # re-exported: f5lite.train.TrainingStopped
+from f5lite.train.lifecycle import close_launch, stop_after_checkpoint
 from f5lite.train.loggers import MetricLogger, make_logger
 from f5lite.train.ranks import agree, any_rank, broadcast_tensors, check_distributed_type, distributed
 from f5lite.train.samples import SampleLogger
@@ -63,10 +71,6 @@ from f5lite.train.setup import build_model, make_optimizer
 from f5lite.train.signals import StopRequest
 
 log = logging.getLogger(__name__)
-
-
-class TrainingStopped(SystemExit):
-    """Raised after a signal-requested checkpoint; its code is 128 + the signal number (143 for SIGTERM)."""
 
 
 class BadUpdatesError(RuntimeError):
@@ -159,6 +163,10 @@ class Trainer:
         self.backbone, self.trainable, self.ema = setup.backbone, setup.trainable, setup.ema
         optimizer = make_optimizer(cfg, self.backbone, self.device)
         self.model, self.optimizer = self.acc.prepare(CFM(self.backbone), optimizer)
+        self.duration: DurationTraining | None = None
+        if cfg.duration.train == "alongside":
+            self.duration = DurationTraining(cfg, self.data.encoder.num_embeds, self.device, self._reduce())
+        self._window_duration = torch.zeros((), device=self.device)
 
         self.update = 0
         self.applied = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -187,6 +195,12 @@ class Trainer:
             log.info("attention: %s", self._sdpa_kernel())  # once, and only for a launch that goes ahead
         self.acc.wait_for_everyone()
 
+    def _reduce(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
+        """Mean across ranks (accelerate's all-reduce), or None in a single process."""
+        if not distributed():
+            return None
+        return lambda tensor: self.acc.reduce(tensor, reduction="mean")
+
     def _make_evaluator(self) -> None:
         """Rank 0: load the validation data, prompts, metrics and vocoder (failing here, before training)."""
         self.evaluator = Evaluator(self.cfg, self.data.encoder, self.device, self.acc.autocast, self.run_dir / LOGS)
@@ -213,6 +227,7 @@ class Trainer:
         if self.ema is not None:
             assert ckpt is not None
             self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]), calls=self.update)
+        self._resume_duration(ckpt, meta)
         self.data.sampler.load_state_dict(meta["sampler"])
         self._consumed = self.data.sampler.position  # rounds of this epoch already used (0 after a change of ranks)
         self.applied.fill_(int(meta["applied"]))
@@ -223,6 +238,26 @@ class Trainer:
         self.finished = bool(meta.get("finished", False))
         if self.main:
             log.info("resumed from %s (update %d)", picked[0].path, self.update)
+
+    def _resume_duration(self, ckpt: Checkpoint | None, meta: dict[str, Any]) -> None:
+        """Load the duration predictor's state, or start it afresh when the checkpoint has none."""
+        if self.duration is None:
+            return
+        if DURATION_UPDATES not in meta:
+            if self.main:
+                log.warning(
+                    "the checkpoint has no duration predictor: it starts from scratch at update %d", meta["update"]
+                )
+            return
+        groups = {
+            key: broadcast_tensors(ckpt.tensors[key] if ckpt else None, self.device)
+            for key in (DURATION_TENSORS, DURATION_OPTIMIZER)
+        }
+        try:
+            self.duration.load_state(groups, meta)
+        except RuntimeError as err:
+            reason = str(err).splitlines()[0]
+            raise ValueError(f"the checkpoint's duration predictor does not fit duration.* ({reason})") from None
 
     def _pick_checkpoint(self, picked: list[Checkpoint]) -> dict[str, Any] | None:
         """Rank 0: the newest intact checkpoint's metadata, after checking this launch can continue it."""
@@ -279,6 +314,10 @@ class Trainer:
         if self.trainable is not None:  # the frozen base comes back from init.weights
             model = {k: model[k] for k in self.trainable}
         tensors = {"model": model, "ema": self.ema.state_dict(), "optimizer": opt_tensors}
+        if self.duration is not None:
+            groups, duration_meta = self.duration.state()
+            tensors.update(groups)
+            meta.update(duration_meta)
         return self.store.save(self.update, tensors, meta, timeout=timeout)
 
     # ------------------------------------------------------------------------------------------------ steps
@@ -320,6 +359,7 @@ class Trainer:
             The mean loss as a 0-d float32 device tensor (not synchronized).
         """
         total = torch.zeros((), device=self.device)
+        duration = torch.zeros((), device=self.device)
         for micro, batch in enumerate(batches):
             generator = seed_step(self.cfg.seed, self.update, self.rank, micro, self.device)
             batch = batch.to(self.device, non_blocking=True)
@@ -329,6 +369,9 @@ class Trainer:
                 loss = self.model(batch.mel, batch.text_ids, batch.mel_lengths, generator=generator)
                 self.acc.backward(loss / len(batches))
             total = total + loss.detach().float()
+            if self.duration is not None:  # the same batch teaches the duration predictor (`duration.train`)
+                duration = duration + self.duration.backward(batch, 1.0 / len(batches))
+        self._window_duration += duration / len(batches)
         return total / len(batches)
 
     def optimizer_step(self, loss: torch.Tensor) -> torch.Tensor:
@@ -360,6 +403,8 @@ class Trainer:
         self.bad_streak = (self.bad_streak + 1) * bad.long()
         if self.ema is not None:  # rank 0 only: the other ranks' averages would never be used
             self.ema.update(self.backbone, finite)
+        if self.duration is not None:
+            self.duration.step()
         self.update += 1
         self._window_ok.append(~bad)
         return finite
@@ -434,42 +479,19 @@ class Trainer:
             if (self.update >= cfg.optim.max_updates or self.finished) and self.main:
                 export_run(self.run_dir, self.run_dir / EXPORT, dtype=cfg.ckpt.export_dtype)
         finally:
-            bar.close()
-            stop.uninstall()
-            logger.close()
-            self.data.close_workers()
-            try:
-                self.store.wait()
-            finally:
-                self.lock.release()
+            close_launch(bar, stop, logger, self.data, self.store, self.lock)
 
     def _stop(self, signum: int) -> None:
-        """Save the current update within `ckpt.stop_timeout_s` (rank 0) and stop with 128 + the signal number.
-
-        Launchers kill a job some seconds after SIGTERM (torchrun and SLURM: 30 s by default), so the wait is
-        bounded: a save that has not finished by then is abandoned (the previous checkpoint stays intact) and the
-        process exits at once, with a message saying so, rather than being killed in the middle of something else.
+        """Save the current update within `ckpt.stop_timeout_s` and stop (see `stop_after_checkpoint`).
 
         Raises:
             TrainingStopped: always, once the checkpoint is written.
         """
-        code = 128 + signum
-        if self.main:
-            budget = self.cfg.ckpt.stop_timeout_s
-            start = time.monotonic()
-            done = self.save(timeout=budget) and self.store.wait(timeout=budget - (time.monotonic() - start))
-            if not done:
-                message = (
-                    f"f5lite-train: the checkpoint of update {self.update} did not finish within "
-                    f"ckpt.stop_timeout_s={budget:g}; the previous checkpoint is intact (raise the launcher's grace "
-                    "period and ckpt.stop_timeout_s)\n"
-                )
-                sys.stderr.write(message)
-                sys.stderr.flush()
-                self.lock.release()
-                os._exit(code)
-            log.info("stopped by signal %d: checkpoint of update %d written", signum, self.update)
-        raise TrainingStopped(code)
+        save = lambda budget: self.save(timeout=budget)  # noqa: E731
+        budget = self.cfg.ckpt.stop_timeout_s
+        stop_after_checkpoint(
+            signum, main=self.main, update=self.update, save=save, store=self.store, lock=self.lock, budget=budget
+        )
 
     def ema_weights(self) -> dict[str, torch.Tensor]:
         """The EMA weights as a plain backbone state dict (LoRA adapters folded into the frozen base); rank 0."""
@@ -493,7 +515,8 @@ class Trainer:
         self._score = None
         results = {}
         if self.evaluator is not None:
-            results = self.evaluator.run(self.update, logger, batch, self.ema_weights, self.online_weights)
+            predictor = None if self.duration is None else self.duration.predictor
+            results = self.evaluator.run(self.update, logger, batch, self.ema_weights, self.online_weights, predictor)
         metric = cfg.ckpt.best_metric
         due = prompts_due if metric.startswith(PROMPT_PREFIX) else validation_due
         if not due(cfg, self.update) or not (cfg.ckpt.keep_best or cfg.eval.patience):
@@ -534,7 +557,11 @@ class Trainer:
         lr = float(self.optimizer.param_groups[0]["lr"])
         rate = frames * self.acc.num_processes / max(time.perf_counter() - start, 1e-9)
         bar.set_postfix(loss=f"{value:.4f}", lr=f"{lr:.2e}", frames_s=f"{rate:.0f}")
-        logger.log({"loss": value, "lr": lr, "frames_per_s": rate, "skipped_updates": skipped}, self.update)
+        metrics = {"loss": value, "lr": lr, "frames_per_s": rate, "skipped_updates": skipped}
+        if self.duration is not None:
+            metrics["duration_loss"] = float(self._window_duration.item()) / len(finite)
+            self._window_duration.zero_()
+        logger.log(metrics, self.update)
         if longest >= self.cfg.optim.max_bad_updates:
             raise BadUpdatesError(
                 f"{longest} updates in a row had a non-finite loss or gradient (optim.max_bad_updates="

@@ -28,8 +28,10 @@ from lhotse.cut import Cut
 from torch import Tensor, nn
 
 from f5lite.audio import N_MELS
+from f5lite.config import TrainConfig
 from f5lite.data.collate import Utterance, collate
 from f5lite.data.dataset import CutDataset
+from f5lite.data.manifest import VAL_DIR_NAME
 from f5lite.data.sources import open_source
 from f5lite.models.cfm import SPAN_FRACTION, flow_errors, span_mask
 from f5lite.text import TextEncoder
@@ -245,3 +247,21 @@ def _load(dataset: CutDataset, cut: Cut, path: str | Path) -> Utterance:
         return dataset.load(cut)
     except (ValueError, OSError) as err:
         raise ValueError(f"validation utterance {cut.id} of {path} cannot be read: {err}") from None
+
+
+def find_val_dir(cfg: TrainConfig) -> Path | None:
+    """The validation data: `eval.val_dir`, else `DATA_DIR/val` when it exists, else None.
+
+    Raises:
+        ValueError: `eval.val_dir` is set but does not exist.
+    """
+    if cfg.eval.val_dir is not None:
+        path = Path(cfg.eval.val_dir)
+        if not path.exists():
+            raise ValueError(f"eval.val_dir={cfg.eval.val_dir} does not exist")
+        return path
+    data_dir = cfg.data.dir if cfg.data.dir is not None else (cfg.data.sources[0].dir if cfg.data.sources else None)
+    if data_dir is None:
+        return None
+    candidate = Path(data_dir) / VAL_DIR_NAME
+    return candidate if candidate.is_dir() else None
