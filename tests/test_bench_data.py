@@ -84,6 +84,7 @@ def test_proc_readings() -> None:
     assert os.getpid() not in bench.children()
 
 
+@pytest.mark.slow  # a scale run in child processes (about 16 s); `make test-slow`
 def test_scale_tiny_writes_its_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scale = load("scale_data")
     argv = ["--cuts", "2000", "--baseline", "1000", "--updates", "1", "--cache-dir", str(tmp_path / "cache")]

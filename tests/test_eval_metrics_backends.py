@@ -183,6 +183,7 @@ def save_tiny_whisper(directory: Path, multilingual: bool) -> None:
     )
 
 
+@pytest.mark.slow  # builds three tiny Whisper models through transformers (about 25 s); `make test-slow`
 @pytest.mark.parametrize(("multilingual", "language"), [(False, "en"), (True, "en"), (True, "zh")])
 def test_whisper_loads_from_a_local_directory_and_transcribes(
     tmp_path: Path, demo_rows: list[dict[str, str]], multilingual: bool, language: str

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from data_helpers import file_digests
 from trainer_helpers import BASE
 
@@ -99,6 +100,7 @@ def sampler_state(run: Path, step: int) -> dict:
     return json.loads((run / "checkpoints" / f"step-{step:08d}" / "meta.json").read_text())["sampler"]
 
 
+@pytest.mark.slow  # two 2-rank launches and a 1-rank one (about 30 s); `make test-slow`
 def test_a_run_moves_from_two_ranks_to_one_and_back_within_an_epoch(tmp_path: Path) -> None:
     """The epoch continues on the other number of ranks, leaving out what the earlier rounds used (each utterance
     once: checked in tests/test_data_sampler.py); the earlier parts stay in the state for later resumes."""
