@@ -281,3 +281,62 @@ def load_vocab_demo() -> f5lite.Vocab:
     from f5lite.paths import demo_dir
 
     return f5lite.load_vocab(demo_dir() / "vocab.txt")
+
+
+# ------------------------------------------------------------------------------------------------------ failure paths
+
+
+def test_sigterm_stops_a_predictor_only_run_with_a_checkpoint_it_resumes_from_exactly(tmp_path, monkeypatch) -> None:
+    import os
+    import signal
+
+    from f5lite.train import TrainingStopped
+    from f5lite.train.duration import DurationTraining
+
+    alone(tmp_path / "straight", "eval.every=0").fit()
+    real_step = DurationTraining.step
+    calls = []
+
+    def step_then_sigterm(self: DurationTraining) -> torch.Tensor:
+        calls.append(1)
+        if len(calls) == 5:  # the launcher's SIGTERM arrives during update 5
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_step(self)
+
+    monkeypatch.setattr(DurationTraining, "step", step_then_sigterm)
+    with pytest.raises(TrainingStopped) as stopped:
+        alone(tmp_path / "stopped", "eval.every=0").fit()
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert (tmp_path / "stopped" / "checkpoints" / "step-00000005").is_dir()
+    assert not (tmp_path / "stopped" / "export").exists()
+    monkeypatch.setattr(DurationTraining, "step", real_step)
+    alone(tmp_path / "stopped", "eval.every=0").fit()
+    a = load_duration(tmp_path / "straight" / "export").predictor.state_dict()
+    b = load_duration(tmp_path / "stopped" / "export").predictor.state_dict()
+    assert all(torch.equal(v, b[k]) for k, v in a.items())
+
+
+def test_a_second_launch_on_a_predictor_only_run_is_refused(tmp_path) -> None:
+    import os
+    import socket
+
+    run = tmp_path / "run"
+    run.mkdir()
+    holder = {"host": socket.gethostname(), "pid": os.getppid(), "since": 0}  # a live process that is not this one
+    (run / "run.lock").write_text(json.dumps(holder))
+    with pytest.raises(ValueError, match="in use by pid") as info:
+        alone(run)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("mode", ["alone", "alongside"])
+def test_resuming_with_another_predictor_architecture_is_one_line(tmp_path, mode) -> None:
+    if mode == "alone":
+        alone(tmp_path / "run", "eval.every=0").fit(until=2)
+        with pytest.raises(ValueError, match="does not fit duration.dim=32") as info:
+            alone(tmp_path / "run", "eval.every=0", "duration.dim=32")
+    else:
+        make(tmp_path, "duration=small", "optim.max_updates=4").fit(until=2)
+        with pytest.raises(ValueError, match="does not fit duration.dim=32") as info:
+            make(tmp_path, "duration=small", "optim.max_updates=4", "duration.dim=32")
+    assert "\n" not in str(info.value)

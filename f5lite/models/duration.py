@@ -148,7 +148,16 @@ def duration_loss(log_frames: Tensor, frames: Tensor, speakers: Sequence[str | N
     loss = ABSOLUTE_WEIGHT * F.mse_loss(log_frames, target)
     first, second = same_speaker_pairs(speakers)
     if first:
-        a = torch.tensor(first, device=log_frames.device)
-        b = torch.tensor(second, device=log_frames.device)
+        a, b = _on_device(first, log_frames.device), _on_device(second, log_frames.device)
         loss = loss + F.mse_loss(log_frames[a] - log_frames[b], target[a] - target[b])
     return loss
+
+
+def _on_device(indices: list[int], device: torch.device) -> Tensor:
+    """Host indices on `device` without a host sync.
+
+    A copy from pageable memory waits for the device's queue to drain; one from page-locked memory is queued like any
+    kernel.
+    """
+    host = torch.tensor(indices, dtype=torch.int64, pin_memory=device.type == "cuda")
+    return host.to(device, non_blocking=True)

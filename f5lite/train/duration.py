@@ -111,8 +111,19 @@ class DurationTraining:
         return groups, {DURATION_OPTIMIZER: skeleton, DURATION_UPDATES: int(self.applied.item())}
 
     def load_state(self, groups: dict[str, dict[str, Tensor]], meta: dict[str, Any]) -> None:
-        """Restore what `state` gave (tensors already on this rank's device)."""
-        self.predictor.load_state_dict(groups[DURATION_TENSORS])
+        """Restore what `state` gave (tensors already on this rank's device).
+
+        Raises:
+            ValueError: the checkpoint's predictor has other shapes than `duration.*` builds (one line).
+        """
+        try:
+            self.predictor.load_state_dict(groups[DURATION_TENSORS])
+        except RuntimeError:
+            arch = self.cfg.duration
+            raise ValueError(
+                f"the checkpoint's duration predictor does not fit duration.dim={arch.dim} depth={arch.depth} "
+                f"kernel_size={arch.kernel_size}; resume with the settings it was trained with"
+            ) from None
         self.optimizer.load_state_dict(unflatten(meta[DURATION_OPTIMIZER], groups[DURATION_OPTIMIZER]))
         self.applied.fill_(int(meta[DURATION_UPDATES]))
 

@@ -153,6 +153,7 @@ class DurationRun:
         bar = tqdm(total=cfg.optim.max_updates, initial=self.update, disable=not self.main, desc=cfg.run_name)
         window = torch.zeros((), device=self.device)
         window_updates = 0
+        check_every = cfg.ckpt.stop_check_every if distributed() else 1
         try:
             batches = self._batches()
             last = cfg.optim.max_updates if until is None else min(until, cfg.optim.max_updates)
@@ -176,9 +177,11 @@ class DurationRun:
                     log.info("update %d: %s", self.update, ", ".join(f"{k}={v:.4f}" for k, v in errors.items()))
                 if self.update % cfg.ckpt.every == 0 or self.update == last:
                     self.save()
-                signum = any_rank(stop.signum or 0, self.device)
-                if signum:
-                    self._stop(signum)
+                # Alone, the flag costs nothing to read; across ranks it takes an all-reduce, so only every few updates.
+                if self.update % check_every == 0:
+                    signum = any_rank(stop.signum or 0, self.device)
+                    if signum:
+                        self._stop(signum)
             self.store.wait()
             if self.update >= cfg.optim.max_updates and self.main:
                 export_run(self.run_dir, self.run_dir / EXPORT)

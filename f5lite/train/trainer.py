@@ -253,11 +253,7 @@ class Trainer:
             key: broadcast_tensors(ckpt.tensors[key] if ckpt else None, self.device)
             for key in (DURATION_TENSORS, DURATION_OPTIMIZER)
         }
-        try:
-            self.duration.load_state(groups, meta)
-        except RuntimeError as err:
-            reason = str(err).splitlines()[0]
-            raise ValueError(f"the checkpoint's duration predictor does not fit duration.* ({reason})") from None
+        self.duration.load_state(groups, meta)
 
     def _pick_checkpoint(self, picked: list[Checkpoint]) -> dict[str, Any] | None:
         """Rank 0: the newest intact checkpoint's metadata, after checking this launch can continue it."""
@@ -371,7 +367,8 @@ class Trainer:
             total = total + loss.detach().float()
             if self.duration is not None:  # the same batch teaches the duration predictor (`duration.train`)
                 duration = duration + self.duration.backward(batch, 1.0 / len(batches))
-        self._window_duration += duration / len(batches)
+        if self.duration is not None:
+            self._window_duration += duration / len(batches)
         return total / len(batches)
 
     def optimizer_step(self, loss: torch.Tensor) -> torch.Tensor:
