@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-gpu test-browser test-mutants demo bench lint fmt typecheck wheel-check clean
+.PHONY: help install test test-golden test-slow test-gpu test-browser test-mutants demo bench lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -26,6 +26,28 @@ install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh and
 
 test: $(STAMP) ## Run the CPU test suite (installs first when needed)
 	$(BIN)/python -m pytest -m "not slow and not gpu" $(PYTEST_FLAGS)
+
+# F5-TTS's own code beside ours (not a dependency: installed into its own folder, without its dependencies, which
+# f5lite's environment already has), so that the cross-implementation tests run rather than skip.
+F5TTS_DIR := .f5tts
+F5TTS_PACKAGES := f5-tts==1.1.22 x-transformers==2.31.10 torchdiffeq==0.2.5 ema-pytorch==0.8.3 loguru==0.7.3 \
+	einx==0.4.3 frozendict==2.5.1 torch-einops-utils==0.2.0 rjieba==0.2.2
+$(F5TTS_DIR)/.installed: $(STAMP)
+	rm -rf $(F5TTS_DIR)
+	$(BIN)/pip install --quiet --no-deps --target $(F5TTS_DIR) $(F5TTS_PACKAGES) 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	touch $@
+
+# Kernel sets for test-golden: "native" is the one torch picks for this CPU; a set the CPU lacks is skipped.
+GOLDEN_KERNELS ?= native default
+test-golden: $(STAMP) $(F5TTS_DIR)/.installed ## Golden and cross-implementation tests beside F5-TTS, under each of GOLDEN_KERNELS (native default avx2 avx512)
+	@for kernels in $(GOLDEN_KERNELS); do \
+		if [ "$$kernels" = avx512 ] && ! grep -qw avx512f /proc/cpuinfo; then echo "skip avx512: this CPU lacks AVX-512"; continue; fi; \
+		if [ "$$kernels" = avx2 ] && ! grep -qw avx2 /proc/cpuinfo; then echo "skip avx2: this CPU lacks AVX2"; continue; fi; \
+		echo "golden tests under ATEN_CPU_CAPABILITY=$$kernels"; \
+		if [ "$$kernels" = native ]; then kernel_env="-u ATEN_CPU_CAPABILITY"; else kernel_env="ATEN_CPU_CAPABILITY=$$kernels"; fi; \
+		env $$kernel_env PYTHONPATH=$(F5TTS_DIR) \
+			$(BIN)/python -m pytest -m "golden and not slow and not gpu" $(PYTEST_FLAGS) || exit 1; \
+	done
 
 test-slow: $(STAMP) ## Run the slow tests
 	$(BIN)/python -m pytest -m "slow and not gpu" $(PYTEST_FLAGS) || test $$? -eq 5  # 5: none selected
@@ -76,5 +98,5 @@ wheel-check: $(STAMP) ## Build the wheel, install it in a temporary venv, compos
 	bash scripts/wheel_check.sh $(BIN)/python
 
 clean: ## Remove caches and build outputs (keeps .venv)
-	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache $(F5TTS_DIR)
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print | xargs rm -rf

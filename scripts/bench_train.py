@@ -82,22 +82,30 @@ def synthetic_batch(
 
 
 def measured_peak(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
-    """Peak FLOP/s: the GPU's dense table value, or a measured 2048^2 GEMM rate on a CPU."""
+    """Peak FLOP/s: the GPU's dense table value, or a measured GEMM rate (up to 2048^2) on a CPU."""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         for key, peak in PEAK_FLOPS.items():
             if key.replace(" ", "").lower() in name.replace(" ", "").lower():
                 return peak, f"{name} (table, dense bf16)"
         return float("nan"), f"{name} (no peak in the table)"
-    a, b = torch.randn(2048, 2048, dtype=dtype), torch.randn(2048, 2048, dtype=dtype)
-    for _ in range(2):
+    # The GEMM grows to 2048^2 unless one already takes 50 ms: a CPU without fast kernels for the dtype (bf16 on an
+    # AMD Zen 3 under torch 2.14: 0.3 GFLOP/s) would otherwise spend minutes measuring a figure it reaches early.
+    n = 256
+    while True:
+        a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+        start = time.perf_counter()
         a @ b
+        if n >= 2048 or time.perf_counter() - start > 0.05:
+            break
+        n *= 2
+    a @ b
     times = []
     for _ in range(5):
         start = time.perf_counter()
         a @ b
         times.append(time.perf_counter() - start)
-    return 2 * 2048**3 / statistics.median(times), f"measured {dtype} GEMM 2048^2"
+    return 2 * n**3 / statistics.median(times), f"measured {dtype} GEMM {n}^2"
 
 
 def _sync(device: torch.device) -> None:

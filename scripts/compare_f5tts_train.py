@@ -101,6 +101,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out-dir", type=Path, default=RESULTS, help=f"where {STEM}.json/.md go")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--worker", choices=list(CONFIGS), help=argparse.SUPPRESS)
+    # F5-TTS draws its condition dropout from Python's unseeded `random`, f5lite from the step's generator: only
+    # without dropout do both sides see the same inputs, which is what comparing their losses needs.
+    parser.add_argument("--no-drop", action="store_true", help="train without condition dropout on both sides")
     args = parser.parse_args(argv)
     if len(args.mel_lengths) != len(args.text_lengths):
         parser.error("--mel-lengths and --text-lengths need the same number of items")
@@ -142,7 +145,9 @@ def shared_weights(dims: dict[str, Any]) -> dict[str, torch.Tensor]:
     return model.state_dict()
 
 
-def f5tts_step(precision: str, dims: dict[str, Any], batch: tuple[torch.Tensor, ...]) -> Callable[[int], float]:
+def f5tts_step(
+    precision: str, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], drop: bool
+) -> Callable[[int], float]:
     """F5-TTS's `Trainer.train` inner step on a fixed batch; returns `step(i) -> loss`."""
     from accelerate import Accelerator
     from ema_pytorch import EMA
@@ -157,7 +162,8 @@ def f5tts_step(precision: str, dims: dict[str, Any], batch: tuple[torch.Tensor, 
     params = {name for name, _ in backbone.named_parameters()}
     if unexpected or params & set(missing):
         raise SystemExit(f"compare_f5tts_train.py: weights do not match F5-TTS's DiT: {missing} {unexpected}")
-    model = F5CFM(transformer=backbone, mel_spec_kwargs={"n_mel_channels": 100})
+    probs = {} if drop else {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}
+    model = F5CFM(transformer=backbone, mel_spec_kwargs={"n_mel_channels": 100}, **probs)
     ema = EMA(model, include_online_model=False)  # F5-TTS's Trainer: default ema_kwargs
     optimizer = AdamW(model.parameters(), lr=LR, fused=True)
     warmup = LinearLR(optimizer, start_factor=1e-8, end_factor=1.0, total_iters=WARMUP_UPDATES)
@@ -183,7 +189,9 @@ def f5tts_step(precision: str, dims: dict[str, Any], batch: tuple[torch.Tensor, 
     return step
 
 
-def f5lite_step(config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor, ...]) -> Callable[[int], float]:
+def f5lite_step(
+    config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], drop: bool
+) -> Callable[[int], float]:
     """f5lite's trainer update (`Trainer.forward_backward` + `optimizer_step`) on a fixed batch."""
     from accelerate import Accelerator
 
@@ -201,7 +209,8 @@ def f5lite_step(config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor,
     if setup.ema is not None:
         setup.ema.copy_from(setup.backbone)
     backbone, ema = setup.backbone, setup.ema
-    model, optimizer = accelerator.prepare(CFM(backbone), make_optimizer(cfg, backbone, device))
+    probs = {} if drop else {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}
+    model, optimizer = accelerator.prepare(CFM(backbone, **probs), make_optimizer(cfg, backbone, device))
     mel, text, lens = batch
     applied = torch.zeros((), dtype=torch.long)
 
@@ -234,7 +243,8 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     dims = PRESETS[args.preset]
     batch = synthetic_batch(args.mel_lengths, args.text_lengths)
     build = f5tts_step if config.side == "f5tts" else f5lite_step
-    step = build(config.precision if config.side == "f5tts" else config, dims, batch)  # type: ignore[arg-type]
+    side = config.precision if config.side == "f5tts" else config
+    step = build(side, dims, batch, not args.no_drop)  # type: ignore[arg-type]
     losses = [step(i) for i in range(args.warmup)]
     times = []
     for i in range(args.steps):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_SKIP = (".venv", ".git", "runs", "outputs", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache")
+_SKIP = (".venv", ".f5tts", ".git", "runs", "outputs", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache")
 
 
 @dataclass(frozen=True)
@@ -320,6 +320,64 @@ MUTANTS = (
         "        self._consumed = self.data.sampler.position",
         "        self._consumed = 0",
         (f"{DURATION}::test_alone_trains_resumes_exactly_and_exports_a_predictor_directory",),
+    ),
+    Mutant(
+        "G1",
+        "the final norm's epsilon is 1e-5 instead of F5-TTS's 1e-6 (moves DiT outputs by 8e-5: under the old 1e-4)",
+        "f5lite/models/layers.py",
+        "nn.Linear(dim, dim * 2)\n        self.norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)",
+        "nn.Linear(dim, dim * 2)\n        self.norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-5)",
+        ("tests/test_models_compat.py::test_fixture_outputs_reproduced",),
+    ),
+    Mutant(
+        "G2",
+        "the bigvgan magnitude epsilon is 1e-8 instead of 1e-9",
+        "f5lite/audio/mel.py",
+        "_BIGVGAN_MAGNITUDE_EPS = 1e-9",
+        "_BIGVGAN_MAGNITUDE_EPS = 1e-8",
+        ("tests/test_audio_mel.py::test_bigvgan_log_mel_matches_reference_recipe",),
+    ),
+    Mutant(
+        "G3",
+        "the flow time is drawn before the noise (F5-TTS draws the noise first)",
+        "f5lite/models/cfm.py",
+        "    x0 = torch.randn(x1.shape, dtype=x1.dtype, device=device, generator=generator)\n"
+        "    time = torch.rand(b, dtype=x1.dtype, device=device, generator=generator)\n",
+        "    time = torch.rand(b, dtype=x1.dtype, device=device, generator=generator)\n"
+        "    x0 = torch.randn(x1.shape, dtype=x1.dtype, device=device, generator=generator)\n",
+        ("tests/test_flow_loss.py::test_generator_draws_equal_f5tts_draws_for_the_same_seed",),
+    ),
+    Mutant(
+        "G4",
+        "the golden bound of every golden test is a thousand times too loose",
+        "tests/golden.py",
+        "return eps * (ulps * magnitude + range_ulps * scale)",
+        "return 1000 * eps * (ulps * magnitude + range_ulps * scale)",
+        ("tests/test_golden.py",),
+    ),
+    Mutant(
+        "F0A",
+        "the F0 pair count counts the ground truth's voiced frames, not the pairs voiced in both",
+        "f5lite/eval/melmetrics.py",
+        '"f0_pairs": int(both.sum())',
+        '"f0_pairs": int(voiced_gt[j].sum())',
+        ("tests/test_eval_metrics.py::test_f0_error_is_left_out_when_nothing_is_voiced_in_both",),
+    ),
+    Mutant(
+        "F0B",
+        "the report calls an F0 error over exactly F0_FEW_PAIRS pairs noise",
+        "f5lite/eval/report.py",
+        "pairs < F0_FEW_PAIRS",
+        "pairs <= F0_FEW_PAIRS",
+        ("tests/test_eval_report.py::test_report_marks_an_f0_error_over_few_voiced_frames_as_noise",),
+    ),
+    Mutant(
+        "F0C",
+        "a summary averages the F0 pair counts instead of adding them up",
+        "f5lite/eval/metrics.py",
+        "(1 if key in SUMMED_KEYS else len(found))",
+        "len(found)",
+        ("tests/test_eval_metrics.py::test_summarize_averages_each_numeric_key_over_the_rows_that_have_it",),
     ),
     Mutant(
         "control",

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 from accelerate.state import AcceleratorState
+from golden import report_rows
 
 ASSETS = Path(__file__).parent / "assets"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """`--golden-report FILE`: write every golden comparison's largest difference and margin (see tests/golden.py)."""
+    parser.addoption("--golden-report", metavar="FILE", help="write the golden comparisons made, as JSON lines")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the `--golden-report` file when one was asked for."""
+    path = session.config.getoption("--golden-report")
+    if path:
+        Path(path).write_text("".join(json.dumps(row) + "\n" for row in report_rows()))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,6 +13,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
+from golden import assert_golden
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "compare_f5tts_train.py"
 TINY = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0"]
@@ -80,12 +82,18 @@ def test_summary_ratios(script: ModuleType) -> None:
     assert summary["ratios"]["best"]["speed"] == pytest.approx(2.0, rel=1e-3)
 
 
+@pytest.mark.golden
 def test_same_first_loss_as_f5tts(script: ModuleType) -> None:
     pytest.importorskip("f5_tts")
     pytest.importorskip("ema_pytorch")
     losses = {}
     for label in ("F5-TTS fp32", "f5lite fp32"):
-        command = [sys.executable, str(SCRIPT), "--worker", label, *TINY]
+        command = [sys.executable, str(SCRIPT), "--worker", label, "--no-drop", *TINY]
         out = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ.copy()).stdout
         losses[label] = json.loads(out.strip().splitlines()[-1])["losses"][0]
-    assert losses["f5lite fp32"] == pytest.approx(losses["F5-TTS fp32"], rel=1e-4)
+    # Same weights, batch and draws in both processes (bit-exact on one machine, test_flow_loss), no dropout (F5-TTS
+    # draws it from Python's unseeded `random`, which made this comparison differ from run to run); what is left is
+    # the two backbones' float32 rounding and the 5 decimals the worker prints (1.4 epsilon of a loss of 30). 16
+    # epsilon (1.9e-6 relative; the test allowed 1e-4 before), as for the golden losses in test_flow_loss.
+    ours, theirs = (torch.tensor(losses[label], dtype=torch.float32) for label in ("f5lite fp32", "F5-TTS fp32"))
+    assert_golden(ours, theirs, ulps=16, what="first loss")

@@ -20,7 +20,7 @@ from f5lite.eval.testset import TESTSET_HEADER, read_testset, write_testset
 
 METRICS = "[mel,sim]"
 """The offline metrics cheap enough for the fast tests: `mel` needs the ground truth, `sim` gives the floor."""
-MEL_KEYS = {"mel_l1", "mcd"}
+MEL_KEYS = {"mel_l1", "mcd", "f0_pairs"}
 """Always there with ground truth (`f0_rmse` is left out when no frame is voiced in both, as with a random model)."""
 
 
@@ -94,8 +94,9 @@ def test_results_summary_and_report_agree(setup, first) -> None:
     means = summary(first)["means"]
     assert means["count"] == 3
     assert means.keys() == {key for row in rows for key in row if key in {"sim", "f0_rmse", *MEL_KEYS}} | {"count"}
-    for key in means.keys() - {"count"}:
+    for key in means.keys() - {"count", "f0_pairs"}:
         assert means[key] == pytest.approx(mean_of(rows, key))
+    assert means["f0_pairs"] == sum(row["f0_pairs"] for row in rows if "f0_pairs" in row)  # a total, not a mean
     floor = summary(first)["ground_truth"]
     assert floor["count"] == 2
     assert floor["sim"] == pytest.approx(mean_of([r["gt"] for r in rows if "gt" in r], "sim"))

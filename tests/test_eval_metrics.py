@@ -24,7 +24,7 @@ from f5lite.eval import (
     score_item,
     summarize,
 )
-from f5lite.eval.melmetrics import MCD_ORDER, mel_cepstrum, mel_distances
+from f5lite.eval.melmetrics import F0_FEW_PAIRS, MCD_ORDER, mel_cepstrum, mel_distances
 from f5lite.paths import demo_dir
 
 SR = 24000
@@ -94,7 +94,11 @@ def test_cepstrum_is_the_cosine_series_of_the_log_mel() -> None:
 
 
 def test_identical_audio_is_at_distance_zero(kettle: torch.Tensor) -> None:
-    assert mel_distances(kettle, SR, kettle, SR) == {"mel_l1": 0.0, "mcd": 0.0, "f0_rmse": 0.0}
+    distances = mel_distances(kettle, SR, kettle, SR)
+    pairs = distances.pop("f0_pairs")
+    assert distances == {"mel_l1": 0.0, "mcd": 0.0, "f0_rmse": 0.0}
+    # Every frame pYIN finds voiced pairs with itself on the diagonal path: a sentence gives far more than a few.
+    assert isinstance(pairs, int) and F0_FEW_PAIRS < pairs < kettle.numel() / 256
 
 
 def test_ground_truth_at_another_rate_is_resampled(kettle: torch.Tensor) -> None:
@@ -118,8 +122,8 @@ def test_a_time_stretched_copy_is_much_closer_than_another_sentence(
     assert abs(stretched.numel() / kettle.numel() - 1 / 1.2) < 0.02
     near = mel_distances(stretched, SR, kettle, SR)
     far = mel_distances(other_sentence, SR, kettle, SR)
-    assert near.keys() == far.keys() == {"mel_l1", "mcd", "f0_rmse"}
-    for key in near:
+    assert near.keys() == far.keys() == {"mel_l1", "mcd", "f0_rmse", "f0_pairs"}
+    for key in near.keys() - {"f0_pairs"}:
         assert near[key] < 0.6 * far[key], (key, near[key], far[key])
 
 
@@ -130,7 +134,7 @@ def test_an_octave_up_is_1200_cents(kettle: torch.Tensor) -> None:
 
 def test_f0_error_is_left_out_when_nothing_is_voiced_in_both(kettle: torch.Tensor) -> None:
     distances = mel_distances(torch.zeros(SR), SR, kettle, SR)
-    assert set(distances) == {"mel_l1", "mcd"}
+    assert set(distances) == {"mel_l1", "mcd", "f0_pairs"} and distances["f0_pairs"] == 0
 
 
 def test_mel_distances_refuse_bad_waveforms(kettle: torch.Tensor) -> None:
@@ -147,18 +151,19 @@ def test_mel_metric_scores_items_with_ground_truth_only(kettle: torch.Tensor) ->
     (metric,) = build_metrics(["mel"], MetricSettings())
     assert metric.name == "mel"
     with_gt = EvalItem("a", "text", kettle, SR, gt_audio=kettle, gt_sample_rate=SR)
-    assert score_item([metric], with_gt) == {"mel_l1": 0.0, "mcd": 0.0, "f0_rmse": 0.0}
+    assert score_item([metric], with_gt) == mel_distances(kettle, SR, kettle, SR)
     assert score_item([metric], EvalItem("b", "text", kettle, SR)) == {}
 
 
 def test_summarize_averages_each_numeric_key_over_the_rows_that_have_it() -> None:
     rows = [
-        {"wer": 0.5, "transcript": "a", "sim": 0.9},
-        {"wer": 0.1, "transcript": "b"},
+        {"wer": 0.5, "transcript": "a", "sim": 0.9, "f0_pairs": 40},
+        {"wer": 0.1, "transcript": "b", "f0_pairs": 0},
         {"wer": math.nan, "sim": 0.7, "mos": math.nan},
     ]
     summary = summarize(rows)
-    assert summary == {"wer": pytest.approx(0.3), "sim": pytest.approx(0.8), "count": 3}
+    # f0_pairs is a count: the summary gives the total the F0 errors rest on, not a mean.
+    assert summary == {"wer": pytest.approx(0.3), "sim": pytest.approx(0.8), "f0_pairs": 40, "count": 3}
     assert all(type(value) is float for value in summary.values())
     assert summarize([]) == {"count": 0}
 

@@ -13,6 +13,7 @@ import soundfile as sf
 from eval_cli_assets import eval_rows
 
 from f5lite.audio import load_audio
+from f5lite.eval.melmetrics import F0_FEW_PAIRS
 from f5lite.eval.png import grey_png
 from f5lite.eval.report import primary_metric, worst_first, write_report
 
@@ -69,6 +70,35 @@ def test_report_tables_escape_and_order(report) -> None:
         "<script>" not in text and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quotes&quot;" in text
     )
     assert "runs/&lt;m&gt;" in text and "heard: heard " in text
+
+
+def test_report_marks_an_f0_error_over_few_voiced_frames_as_noise(tmp_path: Path) -> None:
+    test_rows = eval_rows(with_gt=2)[:2]
+    rows = [
+        {"id": t.id, "gen_text": "x", "audio": str(t.ref_audio), "f0_rmse": rmse, "f0_pairs": pairs}
+        for t, rmse, pairs in zip(test_rows, (30.0, 900.0), (F0_FEW_PAIRS, F0_FEW_PAIRS - 1), strict=True)
+    ]
+    summary = {"means": {"f0_rmse": 465.0, "f0_pairs": 2 * F0_FEW_PAIRS - 1, "count": 2}, "settings": {}}
+    page = tmp_path / "report.html"
+    write_report(page, summary, rows, {t.id: t for t in test_rows}, tmp_path, embed=0)
+    text = page.read_text()
+    note = re.search(r"<p id='f0-pairs'>(.*?)</p>", text)
+    assert note is not None
+    assert note.group(1) == (
+        f"f0_rmse rests on {2 * F0_FEW_PAIRS - 1} voiced frame pairs in all; 1 of 2 items rest on fewer than "
+        f"{F0_FEW_PAIRS} (marked few): their F0 error is noise."
+    )
+    items = {m.group(1): m.group(2) for m in re.finditer(r"<tr class='item' id='item-([^']+)'>(.*?)</tr>", text)}
+    few, enough = items[rows[1]["id"]], items[rows[0]["id"]]
+    assert f"title='rests on {F0_FEW_PAIRS - 1} voiced frame pairs: noise'>900.000 few</td>" in few
+    assert " few</td>" not in enough and "<td class='num'>30.000</td>" in enough
+    # Counts show as counts: the summary's total and each item's pairs.
+    assert f"<td>f0_pairs</td><td></td><td class='num'>{2 * F0_FEW_PAIRS - 1}</td>" in text
+    assert f"<td class='num'>{F0_FEW_PAIRS}</td>" in enough
+
+    rows[1]["f0_pairs"] = F0_FEW_PAIRS
+    write_report(page, summary, rows, {t.id: t for t in test_rows}, tmp_path, embed=0)
+    assert f"every item on at least {F0_FEW_PAIRS}." in page.read_text() and " few</td>" not in page.read_text()
 
 
 def test_report_embeds_decodable_audio_and_mels_for_the_worst_items_only(report) -> None:

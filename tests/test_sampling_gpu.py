@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from golden import assert_golden
 from safetensors.torch import load_file
 
 import f5lite
@@ -35,6 +36,7 @@ def test_seeded_noise_equals_f5tts_draws_on_cuda():
     assert not noise[1, 20:].any()
 
 
+@pytest.mark.golden
 def test_recorded_f5tts_sample_on_cuda():
     recorded = load_file(FIXTURES / "dit_tiny.sample.safetensors", device="cuda")
     out = f5lite.sample(
@@ -46,7 +48,8 @@ def test_recorded_f5tts_sample_on_cuda():
         lens=recorded["s3_lens"],
         noise=recorded["s3_y0"],
     )
-    assert (out - recorded["s3_out"]).abs().max() <= 1e-3
+    # Near the former 1e-3 absolute (|out| <= 3.3), in epsilon; not yet measured on a GPU.
+    assert_golden(out.cpu(), recorded["s3_out"].cpu(), range_ulps=2048, what="s3 cuda")
 
 
 def test_half_precision_backbone_on_cuda_keeps_a_float32_state():

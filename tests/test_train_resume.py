@@ -2,7 +2,9 @@
 
 The runs read an 18-utterance slice of the demo data (5 batches an epoch, two length buckets) with 2 loader workers, which fetch batches
 ahead of the loop, accumulate 2 micro-batches per update (so an update can straddle two epochs) and pass the EMA's
-copy phase, so that a lost sampler position, EMA step or optimizer state changes the numbers.
+copy phase, so that a lost sampler position, EMA step or optimizer state changes the numbers. The comparisons are
+bit for bit by design: both runs are on one machine with one kernel set, so nothing may round differently (see
+`trainer_helpers.assert_same_tensors`); a tolerance would hide a lost state whose effect is small.
 """
 
 from __future__ import annotations

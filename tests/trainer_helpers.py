@@ -95,7 +95,13 @@ def demo_slice(root: Path, count: int) -> Path:
 
 
 def assert_same_tensors(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], what: str) -> None:
-    """Equal keys and bit-identical tensors."""
+    """Equal keys and bit-identical tensors.
+
+    Bit-exactness is the right bound here, not a tolerance: both sides ran the same code on the same machine, in
+    processes with the same kernel set and thread count, from the same seeds and saved states, so every float
+    operation repeats with the same operands in the same order. A lost sampler position, EMA step or optimizer
+    moment then shows as a difference, however small. Never compare across machines or kernel sets with it.
+    """
     assert a.keys() == b.keys(), what
     for key in a:
         assert torch.equal(a[key], b[key]), f"{what}: {key}"

@@ -98,14 +98,16 @@ def check_audio(audio: Tensor, sample_rate: int, what: str) -> None:
         raise ValueError(f"{what}: sample rate must be positive, got {sample_rate}")
 
 
-def resample(audio: Tensor, sample_rate: int, target_rate: int, what: str = "audio") -> Tensor:
-    """Checked `audio` `[samples]` as float32 on the CPU at `target_rate`.
+def resample(
+    audio: Tensor, sample_rate: int, target_rate: int, what: str = "audio", *, dtype: torch.dtype = torch.float32
+) -> Tensor:
+    """Checked `audio` `[samples]` as `dtype` (float32 unless asked) on the CPU at `target_rate`.
 
     Raises:
         ValueError: `audio` is not a non-empty 1-D waveform, or `sample_rate` is not positive.
     """
     check_audio(audio, sample_rate, what)
-    wave = audio.detach().to("cpu", torch.float32)
+    wave = audio.detach().to("cpu", dtype)
     if sample_rate == target_rate:
         return wave
     return torchaudio.functional.resample(wave, sample_rate, target_rate)

@@ -5,7 +5,7 @@
 | `wer` | `wer` (en) or `cer` (zh), `transcript` | `gen_text` | `asr` |
 | `sim` | `sim` | `ref_audio` | `speaker` |
 | `mos` | `mos`, sub-scores `mos_*` | | `mos` |
-| `mel` | `mel_l1`, `mcd`, `f0_rmse` | `gt_audio` | none |
+| `mel` | `mel_l1`, `mcd`, `f0_rmse`, `f0_pairs` | `gt_audio` | none |
 
 A metric whose item lacks what it needs returns {}. Backends are loaded once per process and shared.
 """
@@ -37,6 +37,9 @@ LOWER_IS_BETTER: dict[str, bool] = {
     "mos_p808": False,
 }
 """For every numeric result key: True when a lower value is better."""
+
+SUMMED_KEYS = frozenset({"f0_pairs"})
+"""Counts that a summary adds up rather than averages: `f0_pairs`, the voiced frame pairs `f0_rmse` rests on."""
 
 
 class Metric(Protocol):
@@ -160,7 +163,8 @@ def score_item(metrics: Sequence[Metric], item: EvalItem) -> dict[str, float | s
 def summarize(rows: Sequence[Mapping[str, float | str]]) -> dict[str, float]:
     """Mean of every numeric key over the rows that have it (NaN left out), plus `count`, the number of rows.
 
-    A key whose values are all NaN is left out; text keys (`transcript`) are ignored.
+    A key whose values are all NaN is left out; text keys (`transcript`) are ignored; the counts of `SUMMED_KEYS`
+    are totals, not means.
     """
     values: dict[str, list[float]] = {}
     for row in rows:
@@ -169,6 +173,6 @@ def summarize(rows: Sequence[Mapping[str, float | str]]) -> dict[str, float]:
                 values.setdefault(key, [])
                 if not math.isnan(value):
                     values[key].append(float(value))
-    summary = {key: sum(found) / len(found) for key, found in values.items() if found}
+    summary = {key: sum(found) / (1 if key in SUMMED_KEYS else len(found)) for key, found in values.items() if found}
     summary["count"] = float(len(rows))
     return summary

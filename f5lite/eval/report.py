@@ -3,7 +3,9 @@
 The page holds a summary table (the model's means next to the ground-truth floor), then every item, worst first by
 the primary metric (`wer` or `cer` when scored, else the first metric with a direction). The first `embed` items
 carry their audio (output, reference, ground truth) as FLAC data URIs and their mel-spectrograms as PNG data URIs;
-the rest are table rows only, which keeps the page to a few megabytes per 10 embedded items of 5 s. Nothing is
+the rest are table rows only, which keeps the page to a few megabytes per 10 embedded items of 5 s. An `f0_rmse` that
+rests on fewer than `F0_FEW_PAIRS` voiced frame pairs is marked "few" and counted under the summary: over a handful
+of frames the figure is noise. Nothing is
 loaded from elsewhere, so the file can be mailed or attached to a run as it is. All text is HTML-escaped.
 """
 
@@ -24,7 +26,8 @@ from torch import Tensor
 from f5lite.atomic import write_text_atomic
 from f5lite.audio import SAMPLE_RATE, load_audio, log_mel
 from f5lite.audio.images import mel_image
-from f5lite.eval.metrics import LOWER_IS_BETTER
+from f5lite.eval.melmetrics import F0_FEW_PAIRS
+from f5lite.eval.metrics import LOWER_IS_BETTER, SUMMED_KEYS
 from f5lite.eval.png import grey_png
 from f5lite.eval.testset import TestRow
 
@@ -37,6 +40,7 @@ th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; text-ali
 th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.text { max-width: 28em; }
+td.few { color: #a33; }
 .heard { color: #666; }
 figure { margin: 0 0 6px 0; }
 figcaption { font-size: 12px; color: #555; }
@@ -133,6 +137,7 @@ def write_report(
         f"({len(rows)} items)</p>",
         "<h2>Summary</h2>",
         _summary_table(summary, columns),
+        _f0_note(rows),
         "<p>Ground truth: each row's <code>gt_audio</code> scored as if it were the output (the mel metrics compare "
         "with it, so it has none): the floor the model's numbers are read against.</p>",
         f"<h2>Items, worst first{f' by {_esc(key)}' if key else ''}</h2>",
@@ -154,9 +159,10 @@ def _summary_table(summary: Mapping[str, Any], columns: Sequence[str]) -> str:
     ]
     for key in columns:
         better = "" if key not in LOWER_IS_BETTER else "lower" if LOWER_IS_BETTER[key] else "higher"
+        shown = _count if key in SUMMED_KEYS else _number
         lines.append(
-            f"<tr><td>{_esc(key)}</td><td>{better}</td><td class='num'>{_number(means.get(key))}</td>"
-            f"<td class='num'>{_number(floor.get(key))}</td></tr>"
+            f"<tr><td>{_esc(key)}</td><td>{better}</td><td class='num'>{shown(means.get(key))}</td>"
+            f"<td class='num'>{shown(floor.get(key))}</td></tr>"
         )
     lines.append(
         f"<tr><td>items</td><td></td><td class='num'>{_count(means.get('count'))}</td>"
@@ -172,7 +178,7 @@ def _items_table(
     head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
     lines = [f'<table id="items"><thead><tr><th>#</th><th>id</th>{head}<th>text</th><th>audio</th></tr></thead><tbody>']
     for rank, row in enumerate(rows, start=1):
-        cells = "".join(f"<td class='num'>{_number(row.get(c))}</td>" for c in columns)
+        cells = "".join(_cell(row, c) for c in columns)
         text = f"<div>{_esc(row.get('gen_text', ''))}</div>"
         if isinstance(row.get("transcript"), str):
             text += f"<div class='heard'>heard: {_esc(row['transcript'])}</div>"
@@ -183,6 +189,33 @@ def _items_table(
         )
     lines.append("</tbody></table>")
     return "\n".join(lines)
+
+
+def _f0_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    with_f0 = [row for row in rows if isinstance(row.get("f0_rmse"), (int, float))]
+    if not with_f0:
+        return ""
+    few = sum(1 for row in with_f0 if _few_f0_pairs(row))
+    pairs = sum(int(row.get("f0_pairs", 0)) for row in with_f0)
+    note = f"{few} of {len(with_f0)} items rest on fewer than {F0_FEW_PAIRS} (marked few): their F0 error is noise."
+    return (
+        f"<p id='f0-pairs'>f0_rmse rests on {pairs} voiced frame pairs in all; "
+        f"{note if few else f'every item on at least {F0_FEW_PAIRS}.'}</p>"
+    )
+
+
+def _few_f0_pairs(row: Mapping[str, Any]) -> bool:
+    pairs = row.get("f0_pairs")
+    return "f0_rmse" in row and isinstance(pairs, (int, float)) and pairs < F0_FEW_PAIRS
+
+
+def _cell(row: Mapping[str, Any], column: str) -> str:
+    if column in SUMMED_KEYS:
+        return f"<td class='num'>{_count(row.get(column))}</td>"
+    if column == "f0_rmse" and _few_f0_pairs(row):
+        title = f"rests on {int(row['f0_pairs'])} voiced frame pairs: noise"
+        return f"<td class='num few' title='{_esc(title)}'>{_number(row.get(column))} few</td>"
+    return f"<td class='num'>{_number(row.get(column))}</td>"
 
 
 def _media(row: Mapping[str, Any], test_row: TestRow | None, output: Path) -> str:
