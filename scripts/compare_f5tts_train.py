@@ -145,8 +145,12 @@ def shared_weights(dims: dict[str, Any]) -> dict[str, torch.Tensor]:
     return model.state_dict()
 
 
+NO_DROP = {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}
+"""The CFM keywords of both sides for `--no-drop`."""
+
+
 def f5tts_step(
-    precision: str, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], drop: bool
+    precision: str, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], cfm_kwargs: dict[str, float]
 ) -> Callable[[int], float]:
     """F5-TTS's `Trainer.train` inner step on a fixed batch; returns `step(i) -> loss`."""
     from accelerate import Accelerator
@@ -162,8 +166,7 @@ def f5tts_step(
     params = {name for name, _ in backbone.named_parameters()}
     if unexpected or params & set(missing):
         raise SystemExit(f"compare_f5tts_train.py: weights do not match F5-TTS's DiT: {missing} {unexpected}")
-    probs = {} if drop else {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}
-    model = F5CFM(transformer=backbone, mel_spec_kwargs={"n_mel_channels": 100}, **probs)
+    model = F5CFM(transformer=backbone, mel_spec_kwargs={"n_mel_channels": 100}, **cfm_kwargs)
     ema = EMA(model, include_online_model=False)  # F5-TTS's Trainer: default ema_kwargs
     optimizer = AdamW(model.parameters(), lr=LR, fused=True)
     warmup = LinearLR(optimizer, start_factor=1e-8, end_factor=1.0, total_iters=WARMUP_UPDATES)
@@ -190,7 +193,7 @@ def f5tts_step(
 
 
 def f5lite_step(
-    config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], drop: bool
+    config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], cfm_kwargs: dict[str, float]
 ) -> Callable[[int], float]:
     """f5lite's trainer update (`Trainer.forward_backward` + `optimizer_step`) on a fixed batch."""
     from accelerate import Accelerator
@@ -209,8 +212,7 @@ def f5lite_step(
     if setup.ema is not None:
         setup.ema.copy_from(setup.backbone)
     backbone, ema = setup.backbone, setup.ema
-    probs = {} if drop else {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}
-    model, optimizer = accelerator.prepare(CFM(backbone, **probs), make_optimizer(cfg, backbone, device))
+    model, optimizer = accelerator.prepare(CFM(backbone, **cfm_kwargs), make_optimizer(cfg, backbone, device))
     mel, text, lens = batch
     applied = torch.zeros((), dtype=torch.long)
 
@@ -244,7 +246,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     batch = synthetic_batch(args.mel_lengths, args.text_lengths)
     build = f5tts_step if config.side == "f5tts" else f5lite_step
     side = config.precision if config.side == "f5tts" else config
-    step = build(side, dims, batch, not args.no_drop)  # type: ignore[arg-type]
+    step = build(side, dims, batch, NO_DROP if args.no_drop else {})  # type: ignore[arg-type]
     losses = [step(i) for i in range(args.warmup)]
     times = []
     for i in range(args.steps):

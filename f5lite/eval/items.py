@@ -14,7 +14,8 @@ METRIC_KEYS: dict[str, tuple[str, ...]] = {
     "mos": ("mos", "mos_sig", "mos_bak", "mos_p808"),
     "mel": ("mel_l1", "mcd", "f0_rmse"),
 }
-"""The numeric result keys each metric can give (`wer` gives `wer` for English and `cer` for Chinese)."""
+"""The numeric result keys each metric can give that rank a model (`wer` gives `wer` for English and `cer` for
+Chinese); `mel` also gives `f0_pairs`, a count that ranks nothing."""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ LOWER_IS_BETTER: dict[str, bool] = {
     "mos_bak": False,
     "mos_p808": False,
 }
-"""For every numeric result key: True when a lower value is better."""
+"""For every numeric result key but the counts of `SUMMED_KEYS`: True when a lower value is better."""
 
 SUMMED_KEYS = frozenset({"f0_pairs"})
 """Counts that a summary adds up rather than averages: `f0_pairs`, the voiced frame pairs `f0_rmse` rests on."""

@@ -196,7 +196,7 @@ def _f0_note(rows: Sequence[Mapping[str, Any]]) -> str:
     if not with_f0:
         return ""
     few = sum(1 for row in with_f0 if _few_f0_pairs(row))
-    pairs = sum(int(row.get("f0_pairs", 0)) for row in with_f0)
+    pairs = sum(int(row["f0_pairs"]) for row in with_f0 if isinstance(row.get("f0_pairs"), (int, float)))
     note = f"{few} of {len(with_f0)} items rest on fewer than {F0_FEW_PAIRS} (marked few): their F0 error is noise."
     return (
         f"<p id='f0-pairs'>f0_rmse rests on {pairs} voiced frame pairs in all; "
