@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-golden test-slow test-gpu test-browser test-mutants demo bench lint fmt typecheck wheel-check clean
+.PHONY: help install test test-golden test-slow test-gpu test-browser test-mutants demo bench docs lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -83,6 +83,15 @@ bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation 
 		--out-dir $(BENCH_OUT)
 	$(BIN)/python scripts/bench_infer.py --threads 2 --batches 1 --repeats 1 --out-dir $(BENCH_OUT)
 
+# The documentation site (mkdocs.yml, docs/): the docs extra goes into .venv once, like $(STAMP).
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[docs]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP) ## Build the documentation site with warnings as errors
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: $(STAMP) ## Check formatting and lint rules with ruff
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
@@ -98,5 +107,5 @@ wheel-check: $(STAMP) ## Build the wheel, install it in a temporary venv, compos
 	bash scripts/wheel_check.sh $(BIN)/python
 
 clean: ## Remove caches and build outputs (keeps .venv)
-	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache $(F5TTS_DIR)
+	rm -rf build dist site .pytest_cache .mypy_cache .ruff_cache $(F5TTS_DIR)
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print | xargs rm -rf

@@ -1,12 +1,14 @@
 """f5lite: a framework for training flow-matching text-to-speech models in the F5-TTS / E2-TTS family.
 
-The top level holds the small public API; the subpackages hold the rest, from the bottom layer up:
-`f5lite.text` (vocab, tokenizers, ids), `f5lite.audio` (audio I/O, log-mels, vocoders), `f5lite.sampling`
-(`SamplerOptions`, time grids, guidance, ODE loops, `sample`), `f5lite.models` (backbones, official checkpoint files,
-activation checkpointing and compile, the CFM objective), `f5lite.config` (typed schemas, Hydra composition,
-recipes), `f5lite.prepare` (`f5lite-prepare`), `f5lite.data` (what training reads), `f5lite.storage` (run
-directories, checkpoints, LoRA adapters, and what is at a path), `f5lite.train` (the trainer, `f5lite-train`,
-`f5lite-export`) and `f5lite.infer` (`Synthesizer`, `f5lite-infer`); `f5lite.pretrained` is the export directory.
+The top level holds the small public API; the subpackages hold the rest, in layers from the bottom up (each imports
+only from the layers below it; `tests/test_layering.py` checks it): the foundation modules (`atomic`, `paths`,
+`versioned`, `version`); `f5lite.text` (vocab, tokenizers, ids), `f5lite.audio` (audio I/O, log-mels, vocoders) and
+`f5lite.sampling` (`SamplerOptions`, time grids, guidance, ODE loops, `sample`); `f5lite.models` (backbones, official
+checkpoint files, activation checkpointing and compile, the CFM objective) and `f5lite.metrics` (speech metrics);
+`f5lite.config` (the training schema, Hydra composition, recipes); `f5lite.data` (what training reads) and
+`f5lite.bench`; `f5lite.prepare` (`f5lite-prepare`); `f5lite.storage` (run directories, checkpoints, exports, LoRA
+adapters, and what is at a path); `f5lite.infer` (`Synthesizer`, `f5lite-infer`); `f5lite.eval` (`f5lite-eval`);
+`f5lite.train` (the trainer, `f5lite-export`).
 """
 
 from f5lite.audio import load_audio, load_vocoder, log_mel, save_audio
@@ -14,11 +16,10 @@ from f5lite.config import TrainConfig, compose_config
 from f5lite.infer import Synthesizer
 from f5lite.models import apply_ac, apply_compile, apply_inference_compile, build_backbone, load_f5tts_state_dict
 from f5lite.models.cfm import flow_loss
-from f5lite.pretrained import load_pretrained, save_pretrained
 from f5lite.sampling import SamplerOptions, sample
+from f5lite.storage.pretrained import load_pretrained, save_pretrained
 from f5lite.text import EncodedText, TextEncoder, Vocab, load_vocab, write_vocab
-
-__version__ = "0.1.0"
+from f5lite.version import __version__
 
 __all__ = [
     "EncodedText",

@@ -9,7 +9,7 @@ import torch
 
 import f5lite
 from f5lite.config import compose_config
-from f5lite.eval.testset import TestRow, write_testset
+from f5lite.data.testset import TestRow, write_testset
 from f5lite.models import build_backbone_from_config
 from f5lite.paths import demo_dir
 

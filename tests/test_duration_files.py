@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from f5lite.duration_files import (
+from f5lite.infer.duration import DurationEstimator, resolve_duration
+from f5lite.models.duration import DurationPredictor
+from f5lite.sampling import estimate_duration, predicted_duration
+from f5lite.storage.duration_files import (
     CONFIG_FILE,
     VOCAB_FILE,
     WEIGHTS_FILE,
@@ -22,9 +25,6 @@ from f5lite.duration_files import (
     save_duration,
     write_duration_files,
 )
-from f5lite.infer.duration import DurationEstimator, resolve_duration
-from f5lite.models.duration import DurationPredictor
-from f5lite.sampling import estimate_duration, predicted_duration
 from f5lite.text import TextEncoder, Vocab, write_vocab
 
 VOCAB = Vocab([" ", *"abcdefghijklmnopqrstuvwxyz.,"])

@@ -21,13 +21,13 @@ from trainer_helpers import make
 import f5lite
 import f5lite.infer.synthesizer as synthesizer_module
 from f5lite.config import compose_config
-from f5lite.duration_files import LoadedDuration, load_duration, save_duration
+from f5lite.data.testset import write_testset
 from f5lite.eval.cli import main as eval_main
-from f5lite.eval.testset import write_testset
 from f5lite.infer.cli import main as infer_main
 from f5lite.models.duration import DurationPredictor
 from f5lite.sampling import SamplerOptions, estimate_duration, predicted_duration
 from f5lite.storage import load_source
+from f5lite.storage.duration_files import LoadedDuration, load_duration, save_duration
 from f5lite.text import TextEncoder
 from f5lite.train.duration_run import DurationRun
 from f5lite.train.export import export_run

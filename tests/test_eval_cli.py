@@ -14,9 +14,9 @@ import pytest
 import soundfile as sf
 from eval_cli_assets import eval_rows, make_testset, make_tiny_export
 
+from f5lite.data.testset import TESTSET_HEADER, read_testset, write_testset
 from f5lite.eval.cli import compose_eval_config, main
 from f5lite.eval.run import row_seed
-from f5lite.eval.testset import TESTSET_HEADER, read_testset, write_testset
 
 METRICS = "[mel,sim]"
 """The offline metrics cheap enough for the fast tests: `mel` needs the ground truth, `sim` gives the floor."""

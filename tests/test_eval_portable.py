@@ -16,7 +16,7 @@ import torch
 import torchaudio
 from eval_cli_assets import eval_rows
 
-from f5lite.eval.testset import write_testset
+from f5lite.data.testset import write_testset
 
 pytestmark = pytest.mark.slow
 

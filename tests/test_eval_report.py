@@ -13,9 +13,9 @@ import soundfile as sf
 from eval_cli_assets import eval_rows
 
 from f5lite.audio import load_audio
-from f5lite.eval.melmetrics import F0_FEW_PAIRS
 from f5lite.eval.png import grey_png
 from f5lite.eval.report import primary_metric, worst_first, write_report
+from f5lite.metrics.melmetrics import F0_FEW_PAIRS
 
 NAN = float("nan")
 

@@ -12,7 +12,7 @@ from tiny_models import TINY, tiny_backbone
 
 import f5lite
 from f5lite.config import DiTConfig, MMDiTConfig
-from f5lite.pretrained import PretrainedError, load_pretrained, save_pretrained
+from f5lite.storage.pretrained import PretrainedError, load_pretrained, save_pretrained
 
 VOCAB_FILE = Path(__file__).parent / "assets" / "f5tts_compat" / "vocab.txt"
 

@@ -10,7 +10,7 @@ from data_helpers import read_cuts, write_tone
 from lhotse import CutSet
 
 from f5lite.data.sources import open_source
-from f5lite.eval.testset import read_testset
+from f5lite.data.testset import read_testset
 from f5lite.prepare import PrepareOptions, prepare
 from f5lite.prepare.cli import main
 from f5lite.prepare.val_split import ValSplit

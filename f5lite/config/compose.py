@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -19,12 +20,13 @@ from omegaconf.errors import OmegaConfBaseException
 from f5lite.audio.vocoder import VOCODER_SPELLINGS
 from f5lite.config.schema import TrainConfig
 from f5lite.config.store import register_configs
+from f5lite.config.structured import open_structured
 from f5lite.paths import config_roots
 
-# Spellings accepted on the command line for fields whose real name cannot be a Python identifier.
-_KEY_ALIASES = {"ckpt.async": "ckpt.async_save"}
-# Where a user sees the keys of each primary config.
-_KEY_LISTINGS = {"train": "python -m f5lite.config", "infer": "f5lite-infer --help"}
+KEY_ALIASES = {"ckpt.async": "ckpt.async_save"}
+"""Spellings the training command line accepts for fields whose real name cannot be a Python identifier."""
+
+T = TypeVar("T")
 
 
 SAMPLE_ALIASES = {"seed": "sample.seed", "vocoder": "sample.vocoder", "vocoder_path": "sample.vocoder_source"}
@@ -80,8 +82,42 @@ def compose_config(
         ValueError: An unknown group option or recipe, an unknown key, a value of the wrong type, or a value the
             schema rejects. The message is one line and names the key.
     """
-    cfg = compose_structured(overrides, config_name=config_name, configs_dir=configs_dir, recipes_dir=recipes_dir)
+    cfg = compose_structured(
+        overrides,
+        config_name=config_name,
+        configs_dir=configs_dir,
+        recipes_dir=recipes_dir,
+        listing="python -m f5lite.config",
+    )
     return cast(TrainConfig, cfg)
+
+
+def compose_tool_config(args: Sequence[str], *, name: str, schema: type[T], literal_keys: set[str], listing: str) -> T:
+    """Compose a tool's config from its command-line `key=value` arguments.
+
+    The tool's schema lives with the tool; it is stored here as `<name>_schema`, the node that the defaults list of
+    `configs/<name>.yaml` names, on every call, so that it is there whichever entry point composed first in this
+    process.
+
+    Args:
+        args: the arguments, e.g. ``["model=exp/", "text=Hi, you.", "sample.steps=7"]``.
+        name: the tool's primary config in `configs/` (without `.yaml`), e.g. ``"infer"``.
+        schema: the dataclass the config composes into.
+        literal_keys: the keys whose values are taken verbatim (see `split_tool_args`).
+        listing: where a user sees the tool's keys, named in the error about an unknown key.
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ValueError: an unknown key or a bad value, in one line naming the key.
+    """
+    ConfigStore.instance().store(name=f"{name}_schema", node=open_structured(schema))
+    overrides, literals = split_tool_args(args, literal_keys)
+    cfg = compose_structured(overrides, config_name=name, literals=literals, listing=listing)
+    if not isinstance(cfg, schema):
+        raise TypeError(f"configs/{name}.yaml composed a {type(cfg).__name__}, not a {schema.__name__}")
+    return cfg
 
 
 def compose_structured(
@@ -91,6 +127,7 @@ def compose_structured(
     literals: Mapping[str, str] | None = None,
     configs_dir: Path | None = None,
     recipes_dir: Path | None = None,
+    listing: str | None = None,
 ) -> object:
     """Compose any primary config of `configs_dir` into its dataclass objects (`compose_config` does `train`).
 
@@ -102,6 +139,7 @@ def compose_structured(
             `infer.yaml`) is not taken for a group choice.
         configs_dir: Folder of primary configs and groups; default: the checkout's or the installed package's.
         recipes_dir: Folder of recipes; default: the checkout's or the installed package's.
+        listing: Where a user sees the config's keys, named in the error about an unknown key; default the YAML file.
 
     Returns:
         The config as the dataclass objects of its schema.
@@ -126,7 +164,7 @@ def compose_structured(
         raise ValueError(_one_line(err)) from err
     if unknown:
         # `+key=value` opens the typed config for new keys, and turning it into dataclasses would drop them silently.
-        where = _KEY_LISTINGS.get(config_name, f"configs/{config_name}.yaml")
+        where = listing or f"configs/{config_name}.yaml"
         raise ValueError(f"{', '.join(unknown)}: not a config key (check the spelling; see {where})")
     return cfg
 
@@ -147,7 +185,7 @@ def _apply_alias(override: str) -> str:
     key, sep, value = override.partition("=")
     prefix = key[: len(key) - len(key.lstrip("+~"))]
     bare = key[len(prefix) :]
-    return f"{prefix}{_KEY_ALIASES.get(bare, bare)}{sep}{value}"
+    return f"{prefix}{KEY_ALIASES.get(bare, bare)}{sep}{value}"
 
 
 def _unknown_keys(composed: Any, typed: Any, prefix: str = "") -> list[str]:

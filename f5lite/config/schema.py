@@ -16,7 +16,7 @@ from f5lite.audio.mel import MEL_KINDS
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_NAMES
 from f5lite.config.checks import check_at_least, check_choice, check_range
 from f5lite.config.model import ModelConfig
-from f5lite.eval.items import LANGUAGES, METRIC_KEYS, METRIC_NAMES
+from f5lite.metrics.items import LANGUAGES, METRIC_KEYS, METRIC_NAMES
 from f5lite.models.ac import AC_MODES
 from f5lite.models.attention import SDPA_BACKENDS
 from f5lite.models.compile import COMPILE_MODES
@@ -354,7 +354,7 @@ class EvalConfig:
     `mel` (against the ground truth). Need the `eval` extra: pip install 'f5lite[eval]'."""
     asr: str = "pocketsphinx"
     """ASR of `wer`: `pocketsphinx` (offline, English, rough), `whisper:<dir or hub id>`,
-    `faster-whisper:<dir or size>`, `paraformer:<dir>` (see the README for real numbers)."""
+    `faster-whisper:<dir or size>`, `paraformer:<dir>` (see the benchmarks page of the docs for real numbers)."""
     speaker: str = "resemblyzer"
     """Speaker encoder of `sim`: `resemblyzer` (offline) or `wavlm:<dir or hub id>`."""
     mos: str = "dnsmos"

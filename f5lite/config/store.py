@@ -13,7 +13,6 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from f5lite.config.infer_schema import InferConfig
 from f5lite.config.model import MODEL_SCHEMAS
 from f5lite.config.schema import TrainConfig
 from f5lite.config.structured import open_structured
@@ -21,7 +20,7 @@ from f5lite.paths import DEMO_RESOLVER, demo_dir
 
 
 def register_configs(recipes_dir: Path) -> list[str]:
-    """Store the schemas (train, infer, one per backbone family) and every `recipes_dir/*.yaml` as group `recipe`.
+    """Store the training schemas (the run, one per backbone family) and every `recipes_dir/*.yaml` as group `recipe`.
 
     Also registers the OmegaConf resolver `${f5lite.demo_dir:}` (the shipped demo dataset's directory).
 
@@ -39,7 +38,6 @@ def register_configs(recipes_dir: Path) -> list[str]:
         OmegaConf.register_new_resolver(DEMO_RESOLVER, lambda: str(demo_dir()))
     store = ConfigStore.instance()
     store.store(name="train_schema", node=open_structured(TrainConfig))
-    store.store(name="infer_schema", node=open_structured(InferConfig))
     for name, schema in MODEL_SCHEMAS.items():
         store.store(group="model", name=f"{name}_schema", node=schema)
     # Forget recipes registered from another folder earlier in this process, so only `recipes_dir` is offered.

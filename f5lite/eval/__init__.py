@@ -1,26 +1,11 @@
-"""Speech metrics for text-to-speech evaluation: intelligibility, speaker similarity, quality, mel distances.
+"""`f5lite-eval`: score a model (or audio already made) on a test set and write a report.
 
-`build_metrics(names, MetricSettings(...))` loads each metric's backend once; `score_item` scores an `EvalItem`
-with all of them and `summarize` averages the rows. The offline backends (pocketsphinx, Resemblyzer, DNSMOS) ship
-their weights in their wheels; Whisper, Paraformer, WavLM and UTMOS load from a local directory or a hub id. The
-packages come with the `eval` extra (`pip install 'f5lite[eval]'`) and are imported only when a backend is built,
-so importing this package never needs them.
+It synthesizes each row through `f5lite.infer`, scores it with the speech metrics of `f5lite.metrics`, and writes
+`results.jsonl`, `summary.json` and a self-contained HTML report.
+
+- `config`: the tool's schema (`EvalConfig`, composed from `configs/eval.yaml` and `key=value` arguments).
+- `run`: one evaluation, resumable row by row; `outdir` is its output directory's layout.
+- `duration`: the duration estimates scored against the ground truth.
+- `report` (with `png`): the self-contained HTML report.
+- `cli`: the command line.
 """
-
-from f5lite.eval.items import LANGUAGES, METRIC_NAMES, EvalItem, MetricSettings
-from f5lite.eval.metrics import LOWER_IS_BETTER, Metric, build_metrics, score_item, summarize
-from f5lite.eval.textnorm import error_rate, normalize_text
-
-__all__ = [
-    "LANGUAGES",
-    "LOWER_IS_BETTER",
-    "METRIC_NAMES",
-    "EvalItem",
-    "Metric",
-    "MetricSettings",
-    "build_metrics",
-    "error_rate",
-    "normalize_text",
-    "score_item",
-    "summarize",
-]

@@ -11,7 +11,7 @@ Examples:
       asr=whisper:whisper-large-v3/ speaker=wavlm:wavlm-base-plus-sv/
   f5lite-eval audio_dir=seedtts_testset/en/wavs testset=seedtts_testset/en/meta.lst output=eval/ground_truth
 
-Keys (configs/eval.yaml, schema f5lite/config/eval_schema.py):
+Keys (configs/eval.yaml, schema f5lite/eval/config.py):
   model         an f5lite export or run directory, or an official F5-TTS .safetensors/.pt (with recipe= and vocab=)
   audio_dir     instead of model: score <id>.wav (or .flac, .ogg, .mp3) found there
   testset       id|ref_audio|ref_text|gen_text|gt_audio with that header (gt_audio optional, paths relative to the
@@ -43,11 +43,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from hydra.core.config_store import ConfigStore
-
-from f5lite.config.compose import compose_structured, split_tool_args
-from f5lite.config.eval_schema import EvalConfig
-from f5lite.config.structured import open_structured
+from f5lite.config.compose import compose_tool_config
+from f5lite.eval.config import EvalConfig
 from f5lite.eval.outdir import REPORT_FILE
 from f5lite.eval.run import evaluate
 
@@ -79,14 +76,9 @@ def compose_eval_config(args: Sequence[str]) -> EvalConfig:
     Raises:
         ValueError: an unknown key or a bad value, in one line naming the key.
     """
-    # The schema is stored next to train's and infer's (which `compose_structured` registers) on every call, so
-    # that it is there whichever entry point composed first in this process.
-    ConfigStore.instance().store(name="eval_schema", node=open_structured(EvalConfig))
-    overrides, literals = split_tool_args(args, _LITERAL_KEYS)
-    cfg = compose_structured(overrides, config_name="eval", literals=literals)
-    if not isinstance(cfg, EvalConfig):
-        raise TypeError(f"configs/eval.yaml composed a {type(cfg).__name__}, not an EvalConfig")
-    return cfg
+    return compose_tool_config(
+        args, name="eval", schema=EvalConfig, literal_keys=_LITERAL_KEYS, listing="f5lite-eval --help"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,7 +3,8 @@
 For a test-set row with ground truth, the true generated length is the ground truth's mel frames; the estimate is
 what `Synthesizer` would give the whole text (the reference's frames subtracted), by F5-TTS's byte-ratio rule and,
 when there is one, by the duration predictor. The relative error is `|estimate - true| / true`; the median over the
-rows is what the README and training validation report (`val/duration_error`, `val/duration_error_rule`).
+rows is what the docs' benchmarks page and training validation report (`val/duration_error`,
+`val/duration_error_rule`).
 Lengths come from the audio files' headers, so nothing is decoded.
 """
 
@@ -18,7 +19,7 @@ import soundfile as sf
 
 from f5lite.audio import SAMPLE_RATE
 from f5lite.audio.mel import frames_for_samples
-from f5lite.eval.testset import TestRow
+from f5lite.data.testset import TestRow
 from f5lite.infer.chunking import prepare_ref_text
 from f5lite.infer.duration import DurationEstimator
 

@@ -26,10 +26,10 @@ from torch import Tensor
 from f5lite.atomic import write_text_atomic
 from f5lite.audio import SAMPLE_RATE, load_audio, log_mel
 from f5lite.audio.images import mel_image
-from f5lite.eval.melmetrics import F0_FEW_PAIRS
-from f5lite.eval.metrics import LOWER_IS_BETTER, SUMMED_KEYS
+from f5lite.data.testset import TestRow
 from f5lite.eval.png import grey_png
-from f5lite.eval.testset import TestRow
+from f5lite.metrics.melmetrics import F0_FEW_PAIRS
+from f5lite.metrics.scoring import LOWER_IS_BETTER, SUMMED_KEYS
 
 _PRIMARY = ("wer", "cer")
 _NON_METRIC = ("id", "gen_text", "audio", "seconds", "seed", "gt", "transcript")

@@ -28,14 +28,11 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-import f5lite
 from f5lite.atomic import write_json_atomic
 from f5lite.audio import SAMPLE_RATE, load_audio, save_audio
-from f5lite.config.eval_schema import EvalConfig
-from f5lite.config.infer_schema import DURATION_MODES
+from f5lite.data.testset import TestRow, read_testset
+from f5lite.eval.config import EvalConfig
 from f5lite.eval.duration import DurationCase, duration_cases, relative_errors
-from f5lite.eval.items import EvalItem, MetricSettings
-from f5lite.eval.metrics import Metric, build_metrics, score_item, summarize
 from f5lite.eval.outdir import (
     AUDIO_DIR,
     REPORT_FILE,
@@ -45,10 +42,13 @@ from f5lite.eval.outdir import (
     start_output,
 )
 from f5lite.eval.report import write_report
-from f5lite.eval.testset import TestRow, read_testset
+from f5lite.infer.config import DURATION_MODES
 from f5lite.infer.duration import DurationEstimator, resolve_duration
 from f5lite.infer.loading import resolve_device
 from f5lite.infer.synthesizer import Synthesizer
+from f5lite.metrics.items import EvalItem, MetricSettings
+from f5lite.metrics.scoring import Metric, build_metrics, score_item, summarize
+from f5lite.version import __version__
 
 AUDIO_EXTENSIONS = ("wav", "flac", "ogg", "mp3")
 """What `audio_dir` is searched for, in this order: `<id>.wav`, then `<id>.flac`, ..."""
@@ -315,7 +315,7 @@ def versions() -> dict[str, str]:
     Returns:
         Package name to version string.
     """
-    found = {"python": platform.python_version(), "f5lite": f5lite.__version__, "torch": torch.__version__}
+    found = {"python": platform.python_version(), "f5lite": __version__, "torch": torch.__version__}
     for name in METRIC_PACKAGES:
         try:
             found[name] = importlib.metadata.version(name)

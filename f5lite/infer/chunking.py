@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from f5lite.config.infer_schema import EMPTY_REF_TEXT
+from f5lite.infer.config import EMPTY_REF_TEXT
 
 MAX_SECONDS = 22.0
 """Reference plus generated audio per chunk, in seconds (F5-TTS's budget)."""

@@ -9,7 +9,7 @@ Examples:
   f5lite-infer model=F5TTS_v1_Base/model_1250000.safetensors recipe=dit_base vocab=F5TTS_v1_Base/vocab.txt \\
       vocoder=vocos vocoder_path=vocos-mel-24khz/ ref_audio=ref.wav ref_text="..." text_file=story.txt
 
-Keys (configs/infer.yaml, schema f5lite/config/infer_schema.py):
+Keys (configs/infer.yaml, schema f5lite/infer/config.py):
   model         an f5lite export directory, or an official F5-TTS .safetensors/.pt (with recipe= and vocab=)
   recipe        architecture of a checkpoint file: dit_base, dit_small, unett_base, mmdit_base, debug_tiny
   vocab         vocab.txt of a checkpoint file
@@ -38,8 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from f5lite.audio import save_audio
-from f5lite.config.compose import compose_structured, split_tool_args
-from f5lite.config.infer_schema import InferConfig
+from f5lite.config.compose import compose_tool_config
+from f5lite.infer.config import InferConfig
 from f5lite.infer.synthesizer import Synthesizer
 
 # Free text and paths: set verbatim instead of going through Hydra's override grammar.
@@ -69,11 +69,9 @@ def compose_infer_config(args: Sequence[str]) -> InferConfig:
     Raises:
         ValueError: an unknown key or a bad value, in one line naming the key.
     """
-    overrides, literals = split_tool_args(args, _LITERAL_KEYS)
-    cfg = compose_structured(overrides, config_name="infer", literals=literals)
-    if not isinstance(cfg, InferConfig):
-        raise TypeError(f"configs/infer.yaml composed a {type(cfg).__name__}, not an InferConfig")
-    return cfg
+    return compose_tool_config(
+        args, name="infer", schema=InferConfig, literal_keys=_LITERAL_KEYS, listing="f5lite-infer --help"
+    )
 
 
 def run(cfg: InferConfig) -> Path:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from f5lite.duration_files import LoadedDuration, load_duration
 from f5lite.sampling import estimate_duration, predicted_duration
+from f5lite.storage.duration_files import LoadedDuration, load_duration
 
 
 class DurationEstimator:

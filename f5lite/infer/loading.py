@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from f5lite.config.infer_schema import DEVICE_PATTERN
-from f5lite.duration_files import LoadedDuration
+from f5lite.infer.config import DEVICE_PATTERN
 from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.storage.duration_files import LoadedDuration
 from f5lite.storage.sources import load_source
 from f5lite.text import TextEncoder
 

@@ -14,7 +14,7 @@ At inference the reference clip measures the speaker's rate against the model's 
 
 Training (`duration_loss`) fits the log-frames of whole utterances, and, where a batch holds two utterances of the
 same speaker, the log-ratio of their lengths: the quantity inference uses, in which the speaker's own speaking rate
-cancels. On the demo data the ratio term halves the error against the absolute fit alone (see the README).
+cancels. On the demo data the ratio term halves the error against the absolute fit alone (see the duration predictor guide of the docs).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from f5lite.audio.mel import check_mel_kind
 from f5lite.data.cuts import CUTS_NAME, cut_id_for, make_cut, portable_source, write_cuts
 from f5lite.data.manifest import MEL_DIR_NAME, REPORT_NAME, VAL_DIR_NAME, VAL_TESTSET_NAME, VOCAB_NAME
 from f5lite.data.mel_cache import mel_cache_path, write_mel
-from f5lite.eval.testset import write_testset
+from f5lite.data.testset import write_testset
 from f5lite.prepare.checks import Limits, check_audio, check_speaking_rate, check_text
 from f5lite.prepare.layouts import SourceRow, read_source
 from f5lite.prepare.ownership import (

@@ -23,7 +23,7 @@ from pathlib import Path
 from lhotse import MonoCut
 
 from f5lite.data.cuts import MEL_PATH, text_of
-from f5lite.eval.testset import TestRow
+from f5lite.data.testset import TestRow
 
 
 @dataclass(frozen=True)

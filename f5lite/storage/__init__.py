@@ -5,9 +5,11 @@
 - `rundir`: a training run directory's layout, frozen config and vocab.
 - `store` (with `tree`): atomic, verified training checkpoints inside a run directory.
 - `lora`: LoRA adapters injected with peft, and folded back into plain weights.
+- `pretrained`: the export directory (`save_pretrained` / `load_pretrained`, Hugging Face style).
+- `duration_files`: a duration predictor's files, beside a model or alone.
 
-The export directory format is `f5lite.pretrained`; official F5-TTS checkpoint files are read by
-`f5lite.models.checkpoint`. This package imports neither `f5lite.train` nor `f5lite.infer`: both build on it.
+Official F5-TTS checkpoint files are read by `f5lite.models.checkpoint`. This package imports neither `f5lite.train`
+nor `f5lite.infer`: both build on it.
 """
 
 from f5lite.storage.sources import LoadedSource, SourceKind, Weights, identify, load_source, read_weights

@@ -6,7 +6,7 @@ things and fail with the same one-line messages:
 
 - a training run directory (`config.yaml` + `checkpoints/`): the EMA weights of its newest intact checkpoint (or of
   a given update); a LoRA run's adapters are folded into its `init.weights`;
-- an f5lite export directory (`config.json` written by `f5lite.pretrained.save_pretrained`);
+- an f5lite export directory (`config.json` written by `f5lite.storage.pretrained.save_pretrained`);
 - a LoRA adapter export (`adapter_model.safetensors` + `adapter_config.json`, from `finetune.lora.export=adapter`):
   the adapters folded into the base weights it names;
 - an official F5-TTS / E2-TTS checkpoint file (`.safetensors` or `.pt`), which holds only weights: its architecture
@@ -28,13 +28,13 @@ from torch import nn
 
 from f5lite.config import MODEL_SCHEMAS, ModelConfig, TrainConfig
 from f5lite.config.compose import compose_config
-from f5lite.duration_files import LoadedDuration, has_duration, load_duration
 from f5lite.models import CheckpointError, build_backbone_from_config, load_backbone_weights, load_f5tts_state_dict
 from f5lite.models.checkpoint import PREFIX
 from f5lite.models.duration import DurationPredictor
-from f5lite.pretrained import CONFIG_FILE as EXPORT_CONFIG
-from f5lite.pretrained import load_pretrained
+from f5lite.storage.duration_files import LoadedDuration, has_duration, load_duration
 from f5lite.storage.lora import LoraSettings, merged_weights
+from f5lite.storage.pretrained import CONFIG_FILE as EXPORT_CONFIG
+from f5lite.storage.pretrained import load_pretrained
 from f5lite.storage.rundir import CHECKPOINTS, VOCAB_FILE, is_run_dir, load_run_config
 from f5lite.storage.store import DURATION_TENSORS, DURATION_UPDATES, Checkpoint, CheckpointStore
 from f5lite.text import TextEncoder, Vocab, load_vocab

@@ -4,7 +4,7 @@
 - `setup.py`: everything done to the model before the first update, in the one documented order;
 - `samples.py`: training samples with the EMA weights; `loggers.py`: none / tensorboard / wandb;
 - `evaluation.py`: evaluation while training on rank 0, from `validation.py` (the deterministic validation loss),
-  `prompts.py` (fixed prompts spoken and scored with `f5lite.eval`) and `best.py` (the best score, early stopping);
+  `prompts.py` (fixed prompts spoken and scored with `f5lite.metrics`) and `best.py` (the best score, early stopping);
 - `ema.py`, `schedule.py`, `seeding.py`, `signals.py`: the EMA, the LR schedule, per-step seeds, SIGTERM handling;
 - `finetune.py`: starting from pretrained weights (architecture guard, vocab growth);
 - `cli.py` (`python -m f5lite.train`, `f5lite-train`) and `export.py` (`f5lite-export`).

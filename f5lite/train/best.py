@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from f5lite.config.schema import BEST_VAL_METRICS, PROMPT_PREFIX
-from f5lite.eval.metrics import LOWER_IS_BETTER
+from f5lite.metrics.scoring import LOWER_IS_BETTER
 
 
 def lower_is_better(metric: str) -> bool:

@@ -22,11 +22,11 @@ from torch import Tensor
 from f5lite.config import TrainConfig
 from f5lite.data.collate import Batch
 from f5lite.data.manifest import VAL_TESTSET_NAME
-from f5lite.duration_files import LoadedDuration
+from f5lite.data.testset import read_testset
 from f5lite.eval.duration import DurationCase, duration_cases, duration_errors
-from f5lite.eval.testset import read_testset
 from f5lite.infer.duration import DurationEstimator
 from f5lite.models.duration import DurationPredictor, duration_loss
+from f5lite.storage.duration_files import LoadedDuration
 from f5lite.storage.store import DURATION_OPTIMIZER, DURATION_TENSORS, DURATION_UPDATES
 from f5lite.storage.tree import flatten, unflatten
 from f5lite.text import TextEncoder

@@ -5,7 +5,7 @@ audio: each batch holds text ids, mel lengths and speakers (`build_train_data(au
 large corpus is a pass over its metadata. The run directory is a training run's: the frozen config and vocab, the
 lock, atomic checkpoints (the predictor, its optimizer and the data position: a relaunch resumes exactly where
 the last checkpoint was), a checkpoint of the last update on SIGTERM/SIGINT, and at the end an export,
-`RUN_DIR/export`, which holds only the predictor (`f5lite.duration_files`): `f5lite-infer duration=RUN_DIR/export`
+`RUN_DIR/export`, which holds only the predictor (`f5lite.storage.duration_files`): `f5lite-infer duration=RUN_DIR/export`
 uses it with any model. With `eval.every`, the median relative duration error of the predictor and of the byte
 rule on the held-out test set (`val/duration_error`, `val/duration_error_rule`) is logged.
 """

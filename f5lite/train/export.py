@@ -1,7 +1,7 @@
 """Model export from a training run: `f5lite-export RUN_DIR --out DIR [--step N | --best] [--dtype bf16] [--format ...]`.
 
 Training checkpoints are for resuming; an export is what inference and sharing need: the EMA weights, the
-architecture and the vocab. `--format f5lite` writes an f5lite export directory (`f5lite.pretrained`), which
+architecture and the vocab. `--format f5lite` writes an f5lite export directory (`f5lite.storage.pretrained`), which
 `f5lite-infer` and `Synthesizer.from_pretrained` load; `--format f5tts` writes F5-TTS's released layout
 (`model_<step>.safetensors` with `ema_model.transformer.*`, `initted`, `step`, plus `vocab.txt`), which F5-TTS's own
 inference and fine-tuning load. A LoRA run with `finetune.lora.export=adapter` exports its averaged adapters alone
@@ -24,11 +24,11 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from f5lite.atomic import atomic_directory
-from f5lite.duration_files import has_duration, save_duration
 from f5lite.models import backbone_kwargs, to_f5tts_layout
 from f5lite.models.dtypes import WEIGHT_DTYPES
-from f5lite.pretrained import save_pretrained
+from f5lite.storage.duration_files import has_duration, save_duration
 from f5lite.storage.lora import LoraSettings, peft_config
+from f5lite.storage.pretrained import save_pretrained
 from f5lite.storage.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE, load_run_config
 from f5lite.storage.sources import (
     ADAPTER_MODEL_KEY,

@@ -1,9 +1,9 @@
 """Fixed prompts: every `eval.sample_every` updates, speak a test set through the inference path and score it.
 
-The rows of `eval.prompts` (a test-set file, `f5lite.eval.testset`) are synthesized by a `Synthesizer` around the
+The rows of `eval.prompts` (a test-set file, `f5lite.data.testset`) are synthesized by a `Synthesizer` around the
 evaluation backbone (holding the EMA weights), with the run's vocoder and sampler settings (`sample.*`) and a fixed
 noise seed per row (`eval.seed` + row), so two evaluations differ only by the weights. Each output is scored with
-`f5lite.eval` metrics (`eval.metrics`: WER/CER, speaker similarity to the reference, predicted MOS, mel distances to
+`f5lite.metrics` (`eval.metrics`: WER/CER, speaker similarity to the reference, predicted MOS, mel distances to
 the ground truth) and logged with its mel image; the means are what `ckpt.best_metric=prompts/<key>` ranks by.
 
 Everything that can fail (the file, its audio, the metric backends and their packages) is loaded when the run
@@ -22,13 +22,13 @@ from torch import Tensor, nn
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, log_mel
 from f5lite.config import TrainConfig
 from f5lite.config.schema import PROMPT_PREFIX
-from f5lite.eval.items import EvalItem, MetricSettings
-from f5lite.eval.testset import TestRow, read_testset
+from f5lite.data.testset import TestRow, read_testset
 from f5lite.infer.synthesizer import Synthesizer
+from f5lite.metrics.items import EvalItem, MetricSettings
 from f5lite.text import TextEncoder
 
 if TYPE_CHECKING:
-    from f5lite.eval.metrics import Metric
+    from f5lite.metrics.scoring import Metric
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class PromptSet:
         Returns:
             The prompts, in file order.
         """
-        from f5lite.eval.metrics import score_item
+        from f5lite.metrics.scoring import score_item
 
         spoken = []
         for index, prompt in enumerate(self.prompts):
@@ -127,7 +127,7 @@ class PromptSet:
 
 def prompt_means(spoken: list[SpokenPrompt]) -> dict[str, float]:
     """The mean of every numeric metric over the prompts, as `prompts/<key>`."""
-    from f5lite.eval.metrics import summarize
+    from f5lite.metrics.scoring import summarize
 
     means = summarize([p.scores for p in spoken])
     return {f"{PROMPT_PREFIX}{key}": value for key, value in means.items() if key != "count"}
@@ -143,7 +143,7 @@ def _read(path: object) -> Tensor:
 def _build_metrics(cfg: TrainConfig, device: torch.device) -> list[Metric]:
     ev = cfg.eval
     try:
-        from f5lite.eval.metrics import build_metrics
+        from f5lite.metrics.scoring import build_metrics
 
         settings = MetricSettings(asr=ev.asr, speaker=ev.speaker, mos=ev.mos, language=ev.language, device=str(device))
         return build_metrics(ev.metrics, settings)

@@ -16,13 +16,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from f5lite.eval.asr import Recognizer, load_recognizer
-from f5lite.eval.backend import EVAL_EXTRA, require
-from f5lite.eval.items import METRIC_NAMES, EvalItem, MetricSettings
-from f5lite.eval.melmetrics import check_available, mel_distances
-from f5lite.eval.mos import QualityPredictor, load_quality_predictor
-from f5lite.eval.speaker import SpeakerEncoder, cosine_similarity, load_speaker_encoder
-from f5lite.eval.textnorm import check_language, error_rate
+from f5lite.metrics.asr import Recognizer, load_recognizer
+from f5lite.metrics.backend import EVAL_EXTRA, require
+from f5lite.metrics.items import METRIC_NAMES, EvalItem, MetricSettings
+from f5lite.metrics.melmetrics import check_available, mel_distances
+from f5lite.metrics.mos import QualityPredictor, load_quality_predictor
+from f5lite.metrics.speaker import SpeakerEncoder, cosine_similarity, load_speaker_encoder
+from f5lite.metrics.textnorm import check_language, error_rate
 
 LOWER_IS_BETTER: dict[str, bool] = {
     "wer": True,
@@ -100,7 +100,7 @@ class Quality:
 
 
 class MelDistances:
-    """`mel`: log-mel L1, MCD and F0 error against the ground truth after DTW (`f5lite.eval.melmetrics`)."""
+    """`mel`: log-mel L1, MCD and F0 error against the ground truth after DTW (`f5lite.metrics.melmetrics`)."""
 
     name = "mel"
 

@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from f5lite.audio import HOP_LENGTH, N_FFT, SAMPLE_RATE, log_mel
-from f5lite.eval.backend import EVAL_EXTRA, require, resample
+from f5lite.metrics.backend import EVAL_EXTRA, require, resample
 
 MCD_ORDER = 24
 F0_MIN_HZ = 50.0

@@ -18,7 +18,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from f5lite.eval.backend import ASR_RATE, EVAL_EXTRA, model_source, parse_spec, require, resample
+from f5lite.metrics.backend import ASR_RATE, EVAL_EXTRA, model_source, parse_spec, require, resample
 
 MOS_BACKENDS = ("dnsmos", "utmos")
 _NEEDS_MODEL = ("utmos",)

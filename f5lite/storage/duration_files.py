@@ -31,6 +31,7 @@ from f5lite.models.duration import DurationPredictor
 from f5lite.text import TOKENIZER_NAMES, TextEncoder, Vocab, load_vocab, write_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
 from f5lite.text.vocab import vocab_hash
+from f5lite.version import __version__
 from f5lite.versioned import read_versioned_json
 
 FORMAT = "f5lite-duration"
@@ -78,8 +79,6 @@ def write_duration_files(
         vocab: the token table of those ids, None for the byte tokenizer.
         updates: optimizer updates it was trained for.
     """
-    from f5lite import __version__  # here: the package's __init__ imports modules that import this one
-
     root = Path(directory)
     config = {
         "format": FORMAT,

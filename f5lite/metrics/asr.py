@@ -17,8 +17,8 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from f5lite.eval.backend import ASR_RATE, EVAL_EXTRA, model_source, parse_spec, require, resample
-from f5lite.eval.textnorm import check_language
+from f5lite.metrics.backend import ASR_RATE, EVAL_EXTRA, model_source, parse_spec, require, resample
+from f5lite.metrics.textnorm import check_language
 
 ASR_BACKENDS = ("pocketsphinx", "whisper", "faster-whisper", "paraformer")
 _NEEDS_MODEL = ("whisper", "faster-whisper", "paraformer")

@@ -8,7 +8,7 @@ config.json         {"format": "f5lite-pretrained", "format_version": 1, "f5lite
                      "backbone": "dit", "model": {<constructor kwargs, text_num_embeds included>},
                      "tokenizer": "pinyin", "mel_type": "vocos", "dtype": "bf16"}
 vocab.txt           the token table, line i = id i (absent for the byte tokenizer)
-duration.*          optional: the duration predictor trained with the model (`f5lite.duration_files`)
+duration.*          optional: the duration predictor trained with the model (`f5lite.storage.duration_files`)
 ```
 
 The directory is written under a temporary name next to the target and renamed into place, so a reader never sees
@@ -32,12 +32,13 @@ from torch import nn
 from f5lite.atomic import atomic_directory
 from f5lite.audio.mel import MEL_KINDS
 from f5lite.config.model import MODEL_SCHEMAS, ModelConfig
-from f5lite.duration_files import LoadedDuration, write_duration_files
 from f5lite.models import backbone_kwargs, build_backbone, load_backbone_weights
 from f5lite.models.checkpoint import PREFIX
 from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.storage.duration_files import LoadedDuration, write_duration_files
 from f5lite.text import TOKENIZER_NAMES, Vocab, load_vocab, write_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+from f5lite.version import __version__
 from f5lite.versioned import read_versioned_json
 
 FORMAT = "f5lite-pretrained"
@@ -105,8 +106,6 @@ def save_pretrained(
             or of the wrong size; a config that does not describe the backbone; `out_dir` is a file or a
             non-empty directory that is not an export.
     """
-    from f5lite import __version__  # here, not at the top: the package's __init__ imports this module
-
     out = Path(out_dir)
     kwargs = _checked_kwargs(backbone, model_cfg, vocab, tokenizer, mel_type, dtype)
     config = {

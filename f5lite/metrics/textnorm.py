@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from f5lite.eval.backend import EVAL_EXTRA, require
-from f5lite.eval.items import LANGUAGES
+from f5lite.metrics.backend import EVAL_EXTRA, require
+from f5lite.metrics.items import LANGUAGES
 
 _APOSTROPHES = {"\u2019": "'", "\u2018": "'", "\u02bc": "'"}
 

@@ -1,4 +1,4 @@
-"""f5lite.eval metrics without speech models: text normalisation, WER/CER, mel distances, the metric API, errors."""
+"""f5lite.metrics without speech models: text normalisation, WER/CER, mel distances, the metric API, errors."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 import torchaudio
 
 import f5lite
-from f5lite.eval import (
+from f5lite.metrics import (
     LOWER_IS_BETTER,
     EvalItem,
     MetricSettings,
@@ -24,7 +24,7 @@ from f5lite.eval import (
     score_item,
     summarize,
 )
-from f5lite.eval.melmetrics import F0_FEW_PAIRS, MCD_ORDER, mel_cepstrum, mel_distances
+from f5lite.metrics.melmetrics import F0_FEW_PAIRS, MCD_ORDER, mel_cepstrum, mel_distances
 from f5lite.paths import demo_dir
 
 SR = 24000
@@ -236,7 +236,7 @@ def test_without_the_eval_extra_the_package_imports_and_each_metric_says_what_to
 import sys
 for name in {BLOCKED!r}:
     sys.modules[name] = None
-import f5lite.eval as ev
+import f5lite.metrics as ev
 for name in ("wer", "sim", "mos", "mel"):
     try:
         ev.build_metrics([name], ev.MetricSettings())

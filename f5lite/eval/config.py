@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO
 from f5lite.config.checks import check_at_least, check_choice
-from f5lite.config.infer_schema import DEVICE_PATTERN, check_duration_setting
 from f5lite.config.schema import SampleConfig
-from f5lite.eval.items import LANGUAGES, METRIC_NAMES, MetricSettings
+from f5lite.infer.config import DEVICE_PATTERN, check_duration_setting
+from f5lite.metrics.items import LANGUAGES, METRIC_NAMES, MetricSettings
 from f5lite.models.dtypes import WEIGHT_DTYPES
 
 

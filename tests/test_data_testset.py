@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from f5lite.eval.testset import TESTSET_HEADER, TestRow, read_testset, write_testset
+from f5lite.data.testset import TESTSET_HEADER, TestRow, read_testset, write_testset
 
 
 @pytest.fixture

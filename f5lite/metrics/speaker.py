@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from f5lite.eval.backend import ASR_RATE, EVAL_EXTRA, model_source, parse_spec, require, resample
+from f5lite.metrics.backend import ASR_RATE, EVAL_EXTRA, model_source, parse_spec, require, resample
 
 SPEAKER_BACKENDS = ("resemblyzer", "wavlm")
 _NEEDS_MODEL = ("wavlm",)

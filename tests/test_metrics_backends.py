@@ -1,4 +1,4 @@
-"""f5lite.eval backends with real models: the offline ones on the demo data, the hub-style ones on tiny local models.
+"""f5lite.metrics backends with real models: the offline ones on the demo data, the hub-style ones on tiny local models.
 
 The offline backends ship their weights in their wheels (pocketsphinx, Resemblyzer, DNSMOS). Whisper and WavLM are
 tested as the user loads a downloaded checkpoint: a tiny randomly initialised model saved with `save_pretrained`
@@ -18,9 +18,9 @@ import pytest
 import torch
 
 import f5lite
-from f5lite.eval import EvalItem, MetricSettings, build_metrics, error_rate, score_item
-from f5lite.eval.asr import load_recognizer
-from f5lite.eval.speaker import cosine_similarity, load_speaker_encoder
+from f5lite.metrics import EvalItem, MetricSettings, build_metrics, error_rate, score_item
+from f5lite.metrics.asr import load_recognizer
+from f5lite.metrics.speaker import cosine_similarity, load_speaker_encoder
 from f5lite.paths import demo_dir
 
 SR = 24000
