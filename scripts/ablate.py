@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
+
+from f5lite.bench import sidebyside as sbs
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -45,14 +45,9 @@ CONFIGS: list[tuple[str, list[str]]] = [
 ]  # fmt: skip
 
 
-def run_config(label: str, options: list[str], common: list[str]) -> dict[str, object]:
-    """One configuration in a fresh process; its JSON record (or the error it stopped with)."""
-    cmd = [sys.executable, str(HERE / "bench_train.py"), *common, "--label", label, *options]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        return {"label": label, "error": lines[-1] if lines else f"exit {done.returncode}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+def config(label: str, options: list[str], common: list[str]) -> sbs.Config:
+    """One configuration: `bench_train.py` with the common options, its label and its own options."""
+    return sbs.Config(label, [sys.executable, str(HERE / "bench_train.py"), *common, "--label", label, *options])
 
 
 def median_record(runs: list[dict[str, object]]) -> dict[str, object]:
@@ -61,30 +56,15 @@ def median_record(runs: list[dict[str, object]]) -> dict[str, object]:
     A VM's speed drifts by 10-25 % from one minute to the next, so every round runs all configurations in turn and
     each configuration keeps its median round: slow minutes then hit all configurations alike.
     """
-    ok = [r for r in runs if "error" not in r]
-    if not ok:
-        return runs[0]
-    ok.sort(key=lambda r: float(r["step_s"]))  # type: ignore[arg-type]
-    record = dict(ok[(len(ok) - 1) // 2])
-    record["step_s_rounds"] = [round(float(r["step_s"]), 4) for r in ok]  # type: ignore[arg-type]
-    return record
-
-
-def machine() -> str:
-    """A one-line description of where the numbers come from."""
-    if torch.cuda.is_available():
-        return f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
-    model = platform.processor() or "CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
-        model = f"{names[0]} x{len(names)}" if names else model
-    return f"{model}, torch {torch.__version__}"
+    return sbs.median_record(runs, "step_s")
 
 
 def write_results(records: list[dict[str, object]], device: str, note: str, out_dir: Path = RESULTS) -> None:
-    """JSON, markdown table and PNG chart under `out_dir` (default `scripts/results/`)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """JSON, markdown table and PNG chart under `out_dir` (default `scripts/results/`); every record carries the
+    machine, the versions and the date (`machine`)."""
+    header = sbs.run_header()
+    for record in records:
+        record["machine"] = sbs.flat_header(header)
     base = next((r for r in records if r["label"] == "baseline fp32" and "error" not in r), None)
     for record in records:
         if base is not None and "error" not in record:
@@ -92,11 +72,10 @@ def write_results(records: list[dict[str, object]], device: str, note: str, out_
             record["saved_bytes_ratio"] = float(record["saved_for_backward_bytes"]) / float(  # type: ignore[arg-type]
                 base["saved_for_backward_bytes"]  # type: ignore[arg-type]
             )
-    (out_dir / f"ablation_{device}.json").write_text(json.dumps(records, indent=1))
     lines = [
         f"# Training ablation ({device})",
         "",
-        f"Machine: {machine()}. {note}",
+        f"Machine: {sbs.describe(header)}. {note}",
         "",
         "| configuration | step (s) | frames/s | speed-up | peak memory (GB) | saved for backward (MB) | ratio | MFU |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -116,7 +95,7 @@ def write_results(records: list[dict[str, object]], device: str, note: str, out_
     if {"sync", "async"} <= stalls.keys():
         lines += ["", f"Checkpoint stall: async {stalls['async']:.3f} s per save, sync {stalls['sync']:.3f} s "
                   f"({stalls['async'] / stalls['sync']:.0%} of a synchronous save)."]  # fmt: skip
-    (out_dir / f"ablation_{device}.md").write_text("\n".join(lines) + "\n")
+    sbs.write_results(out_dir / f"ablation_{device}.json", records, "\n".join(lines) + "\n")
     plot(records, out_dir / f"ablation_{device}.png", device)
 
 
@@ -163,13 +142,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             "--rounds and --steps must be at least 1, --warmup at least 0, and --only must name a configuration"
         )
-    runs: dict[str, list[dict[str, object]]] = {label: [] for label, _ in chosen}
-    for _ in range(args.rounds):
-        for label, options in chosen:
-            record = run_config(label, options, common)
-            print(json.dumps(record), flush=True)
-            runs[label].append(record)
-    records = [median_record(runs[label]) for label, _ in chosen]
+
+    def show(run: sbs.Run) -> None:
+        print(json.dumps(run.record(label=run.config)), flush=True)
+
+    configs = [config(label, options, common) for label, options in chosen]
+    runs = sbs.run_interleaved(configs, args.rounds, check=False, on_run=show)
+    records = [median_record([r.record(label=label) for r in runs if r.config == label]) for label, _ in chosen]
     note = args.note or (
         f"Preset {args.preset}, mel lengths {args.mel_lengths}, text lengths {args.text_lengths}, {args.threads} threads, "
         f"median of {args.steps} steps after {args.warmup} warm-up, median of {args.rounds} interleaved round(s)."

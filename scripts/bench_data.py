@@ -31,14 +31,14 @@ import csv
 import json
 import math
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
+
+from f5lite.bench import sidebyside as sbs
+from f5lite.bench.args import int_list
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -138,29 +138,7 @@ def forked_children() -> list[int]:
 
 def machine() -> dict[str, object]:
     """The CPU model and core count, the library versions and the date: where the numbers come from."""
-    import lhotse
-    import torch
-
-    names = []
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
-    return {
-        "cpu": names[0] if names else platform.processor() or "CPU",
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "lhotse": lhotse.__version__,
-        "date": date.today().isoformat(),
-    }
-
-
-def machine_line(info: dict[str, object]) -> str:
-    """`machine()` as one sentence."""
-    return (
-        f"{info['cpu']}, {info['cores']} cores; Python {info['python']}, torch {info['torch']}, "
-        f"lhotse {info['lhotse']}; {info['date']}"
-    )
+    return sbs.flat_header(sbs.run_header(["lhotse"]))
 
 
 # ------------------------------------------------------------------------------------------------- the inputs
@@ -328,26 +306,16 @@ def measure(
     }
 
 
-def run_config(kind: str, path: Path, workers: int, settings: dict[str, int]) -> dict[str, object]:
-    """One configuration in a fresh process; its record (or the error it stopped with)."""
+def config(kind: str, path: Path, workers: int, settings: dict[str, int]) -> sbs.Config:
+    """One configuration: this script's `--child` mode measuring `kind` with `workers` workers."""
     spec = {"kind": kind, "path": str(path), "workers": workers, **settings}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        return {"kind": kind, "workers": workers, "error": lines[-1] if lines else f"exit {done.returncode}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+    return sbs.Config(f"{kind}, {workers} workers", argv)
 
 
 def median_record(runs: list[dict[str, object]]) -> dict[str, object]:
     """The round with the median batches/s, with every round's rate added as `batches_per_s_rounds`."""
-    ok = [r for r in runs if "error" not in r]
-    if not ok:
-        return runs[0]
-    ok.sort(key=lambda r: float(r["batches_per_s"]))  # type: ignore[arg-type]
-    record = dict(ok[(len(ok) - 1) // 2])
-    record["batches_per_s_rounds"] = [round(float(r["batches_per_s"]), 4) for r in ok]  # type: ignore[arg-type]
-    return record
+    return sbs.median_record(runs, "batches_per_s")
 
 
 # ------------------------------------------------------------------------------------------------- results
@@ -360,8 +328,6 @@ def reference_audio_s_per_s() -> float:
 
 def write_results(result: dict[str, object], out_dir: Path) -> None:
     """`data_cpu.json` and the markdown table `data_cpu.md` under `out_dir`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "data_cpu.json").write_text(json.dumps(result, indent=1) + "\n")
     records: list[dict[str, object]] = result["records"]  # type: ignore[assignment]
     settings: dict[str, object] = result["settings"]  # type: ignore[assignment]
     need = reference_audio_s_per_s()
@@ -372,7 +338,7 @@ def write_results(result: dict[str, object], out_dir: Path) -> None:
     lines = [
         "# Training data loader throughput and memory (CPU)",
         "",
-        f"Machine: {machine_line(result['machine'])}.",  # type: ignore[arg-type]
+        f"Machine: {sbs.describe(result['machine'])}.",  # type: ignore[arg-type]
         "",
         f"Budget `frames_per_gpu={settings['frames_per_gpu']}`, `max_samples={settings['max_samples']}`; "
         f"{settings['clips']} demo clips repeated {settings['copies']} times under new ids; {settings['batches']} "
@@ -426,7 +392,7 @@ def write_results(result: dict[str, object], out_dir: Path) -> None:
     ]
     if result.get("note"):
         lines += ["", str(result["note"])]
-    (out_dir / "data_cpu.md").write_text("\n".join(lines) + "\n")
+    sbs.write_results(out_dir / "data_cpu.json", result, "\n".join(lines) + "\n")
 
 
 # ------------------------------------------------------------------------------------------------ command line
@@ -442,8 +408,6 @@ def _kinds(text: str) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options; unset sizes come from the profile (`--quick` or the full dit_base one)."""
-    from f5lite.bench.args import int_list  # imported here like every f5lite module in this script
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--kinds", type=_kinds, default=list(KINDS), help=f"inputs to measure (default {','.join(KINDS)})")
@@ -497,7 +461,6 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "warmup": args.warmup,
     }
     configs = [(kind, workers) for kind in args.kinds for workers in args.workers]
-    runs: dict[tuple[str, int], list[dict[str, object]]] = {c: [] for c in configs}
     with tempfile.TemporaryDirectory(prefix="f5lite_bench_data_") as tmp:
         inputs = build_inputs(
             Path(tmp),
@@ -507,12 +470,16 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             rate=args.audio_rate,
             shard_size=args.shard_size,
         )
-        for _ in range(args.rounds):
-            for kind, workers in configs:
-                record = run_config(kind, inputs[kind], workers, settings)  # type: ignore[arg-type]
-                print(json.dumps(record), file=sys.stderr, flush=True)
-                runs[(kind, workers)].append(record)
-    records = [median_record(runs[c]) for c in configs]
+        children, ids = [], {}  # ids: what names a failed configuration's row
+        for kind, workers in configs:
+            children.append(config(kind, inputs[kind], workers, settings))
+            ids[children[-1].name] = {"kind": kind, "workers": workers}
+
+        def show(run: sbs.Run) -> None:
+            print(json.dumps(run.record(**ids[run.config])), file=sys.stderr, flush=True)
+
+        runs = sbs.run_interleaved(children, args.rounds, check=False, on_run=show)
+    records = [median_record([r.record(**ids[name]) for r in runs if r.config == name]) for name in ids]
     for record in records:
         print(json.dumps(record), flush=True)
     return {

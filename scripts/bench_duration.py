@@ -24,36 +24,20 @@ The JSON goes to `--out` (default build/bench/duration.json) and a short table i
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
+
+from f5lite.bench import sidebyside as sbs
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parent / "build" / "bench" / "duration.json"
 VARIANTS = ("none", "small")
 """The `duration` config groups compared: without a predictor (the baseline), and with one trained alongside."""
-
-
-def _sibling(name: str) -> ModuleType:
-    """Another script of this folder, loaded from its file (`scripts` is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"_f5lite_{name}", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# The machine description is bench_data.py's (it imports nothing heavy at load time).
-_bench_data = _sibling("bench_data")
-machine = _bench_data.machine
-machine_line = _bench_data.machine_line
 
 
 # ------------------------------------------------------------------------------------------------ the child
@@ -135,8 +119,8 @@ def measure(
 # ----------------------------------------------------------------------------------------------- the parent
 
 
-def run_variant(variant: str, args: argparse.Namespace) -> dict[str, object]:
-    """One measurement in a fresh process; its record (or the error it stopped with)."""
+def config(variant: str, args: argparse.Namespace) -> sbs.Config:
+    """One configuration: this script's `--child` mode measuring `duration=VARIANT`."""
     spec = {
         "variant": variant,
         "recipe": args.recipe,
@@ -145,12 +129,7 @@ def run_variant(variant: str, args: argparse.Namespace) -> dict[str, object]:
         "warmup": args.warmup,
         "threads": args.threads,
     }
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        return {"variant": variant, "error": lines[-1] if lines else f"exit {done.returncode}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return sbs.Config(variant, [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)])
 
 
 def summarize(runs: list[dict[str, object]]) -> dict[str, object]:
@@ -258,15 +237,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> dict[str, object]:
     """Run every variant in every round, interleaved, and return the whole result."""
-    runs = []
-    for _ in range(args.repeats):
-        for variant in VARIANTS:
-            record = run_variant(variant, args)
-            brief = {k: v for k, v in record.items() if not k.endswith("update_s")}
-            print(json.dumps(brief), file=sys.stderr, flush=True)
-            runs.append(record)
+
+    def show(run: sbs.Run) -> None:
+        brief = {k: v for k, v in run.record(variant=run.config).items() if not k.endswith("update_s")}
+        print(json.dumps(brief), file=sys.stderr, flush=True)
+
+    configs = [config(variant, args) for variant in VARIANTS]
+    done = sbs.run_interleaved(configs, args.repeats, check=False, timeout=args.timeout, on_run=show)
+    runs = [run.record(variant=run.config) for run in done]
     return {
-        "machine": machine(),
+        "machine": sbs.flat_header(sbs.run_header()),
         "settings": {
             "recipe": args.recipe,
             "overrides": args.overrides,
@@ -291,10 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args = parse_args(argv)
     result = run(args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    sbs.write_results(args.out, result)
     print(table(result))
-    print(f"machine: {machine_line(result['machine'])}; written to {args.out}")
+    print(f"machine: {sbs.describe(result['machine'])}; written to {args.out}")  # type: ignore[arg-type]
     summary: dict[str, object] = result["summary"]  # type: ignore[assignment]
     return 0 if summary["ratio"] is not None else 1
 

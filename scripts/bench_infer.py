@@ -32,7 +32,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import statistics
 import sys
 import time
@@ -50,6 +49,7 @@ from f5lite.audio.constants import HOP_LENGTH, N_MELS, SAMPLE_RATE
 from f5lite.audio.vocoder import VocosVocoder
 from f5lite.bench import F5TTS_VOCAB_SIZE
 from f5lite.bench import MID_DIT as BENCH_MID_DIT
+from f5lite.bench import sidebyside as sbs
 from f5lite.infer.loading import resolve_device
 from f5lite.models import apply_inference_compile, backbone_kwargs
 from f5lite.models.dtypes import WEIGHT_DTYPES
@@ -271,29 +271,16 @@ def calls_per_run(batches: list[int], runs: int) -> list[int]:
 
 
 def machine_info(device: torch.device) -> dict[str, Any]:
-    """The machine the numbers come from: processor or GPU, cores, threads, torch version, load average."""
+    """The machine the numbers come from: processor, GPU, cores, versions, date, threads, load average."""
     info: dict[str, Any] = {
-        "cpu": cpu_model(),
-        "cpu_count": os.cpu_count(),
+        **sbs.flat_header(sbs.run_header()),
+        "cpu_count": os.cpu_count(),  # the name this report has always used for `cores`
         "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
         "load_avg_1_5_15_before": [round(x, 2) for x in os.getloadavg()],
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo, or `platform.processor()` where there is none."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -372,13 +359,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def markdown(report: dict[str, Any]) -> str:
     """A short markdown page: machine, settings and one table row per measurement."""
     machine = report["machine"]
-    where = machine.get("gpu") or f"{machine['cpu']}, {machine['cpu_count']} cores"
+    where = machine["gpu"] if report["device"].startswith("cuda") else f"{machine['cpu']}, {machine['cpu_count']} cores"
     model = report["model"]
     lines = [
         f"# Sampling speed on {report['device']}",
         "",
-        f"Machine: {where}; torch {machine['torch']}, {machine['torch_threads']} threads; load average (1, 5, 15 min) "
-        f"{machine['load_avg_1_5_15_before']} before, {machine['load_avg_1_5_15_after']} after.",
+        f"Machine: {where}; torch {machine['torch']}, f5lite {machine['f5lite']}, {machine['torch_threads']} threads; "
+        f"{machine['date']}; load average (1, 5, 15 min) {machine['load_avg_1_5_15_before']} before, "
+        f"{machine['load_avg_1_5_15_after']} after.",
         f"Model: {model['backbone']} dim {model['dim']}, depth {model['depth']}, heads {model['heads']} "
         f"({model['parameters'] / 1e6:.1f}M parameters, random weights), {report['dtype']}"
         + (", compiled (apply_inference_compile)" if report.get("compile") else "")
@@ -409,9 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = run(args)
     if not args.no_write:
         stem = args.name or f"infer_{args.device.type}" + ("_quick" if args.quick else "")
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        (args.out_dir / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
-        (args.out_dir / f"{stem}.md").write_text(markdown(report))
+        sbs.write_results(args.out_dir / f"{stem}.json", report, markdown(report), indent=2)
         print(f"wrote {args.out_dir / stem}.json and .md", file=sys.stderr)
     return 0
 

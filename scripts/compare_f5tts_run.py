@@ -42,19 +42,14 @@ so that each side writes 3 checkpoints: 8, 16 and the end) keep the whole compar
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime
 import gzip
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -375,31 +370,24 @@ def process_tree(pid: int) -> list[int]:
         return []
 
 
-def launch(side: str, spec_path: Path, events_path: Path, log_path: Path) -> dict[str, Any]:
-    """Run one side in its own process; wall clock, polled memory of its process tree, exit status."""
-    peaks: dict[int, int] = {}
-    tree_rss = [0]
-    start = time.monotonic()
-    with open(log_path, "w", encoding="utf-8") as log:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", side, str(spec_path), str(events_path)]
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        done = threading.Event()
+class TreeMemory:
+    """Polled by the harness while a run's process lives: the VmHWM of every process of its tree, and the largest
+    sum of their VmRSS."""
 
-        def poll() -> None:
-            while not done.is_set():
-                pids = process_tree(proc.pid)
-                tree_rss[0] = max(tree_rss[0], sum(_status_kb(p, "VmRSS:") for p in pids))
-                for p in pids:
-                    peaks[p] = max(peaks.get(p, 0), vmhwm_kb(p))
-                done.wait(POLL_S)
+    def __init__(self) -> None:
+        self.peaks: dict[int, int] = {}
+        self.tree_rss_kb = 0
 
-        poller = threading.Thread(target=poll, daemon=True)
-        poller.start()
-        rc = proc.wait()
-        wall = time.monotonic() - start
-        done.set()
-        poller.join()
-    return {"rc": rc, "launch": start, "wall_s": wall, "peaks": peaks, "tree_rss_kb": tree_rss[0], "pid": proc.pid}
+    def poll(self, pid: int) -> None:
+        """Read the memory of `pid` and its descendants."""
+        pids = process_tree(pid)
+        self.tree_rss_kb = max(self.tree_rss_kb, sum(_status_kb(p, "VmRSS:") for p in pids))
+        for p in pids:
+            self.peaks[p] = max(self.peaks.get(p, 0), vmhwm_kb(p))
+
+    def summary(self) -> dict[str, Any]:
+        """`peaks` (pid to VmHWM in KiB) and `tree_rss_kb`."""
+        return {"peaks": self.peaks, "tree_rss_kb": self.tree_rss_kb}
 
 
 def summarize(run: dict[str, Any], events: dict[str, Any], skip: int) -> dict[str, Any]:
@@ -437,35 +425,6 @@ def summarize(run: dict[str, Any], events: dict[str, Any], skip: int) -> dict[st
 # ------------------------------------------------------------------------------------------------------ report
 
 
-def versions() -> dict[str, str]:
-    """Versions of what the runs use."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for name in ("torch", "f5lite", "f5-tts", "accelerate", "datasets", "lhotse", "ema-pytorch"):
-        with contextlib.suppress(PackageNotFoundError):
-            out[name] = version(name)
-    root = Path(__file__).resolve().parent.parent
-    with contextlib.suppress(OSError, subprocess.CalledProcessError):
-        git = ["git", "-C", str(root)]
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run([*git, "status", "--porcelain", "--", "f5lite"], capture_output=True, text=True)
-        out["f5lite_git"] = head.stdout.strip() + ("+modified" if dirty.stdout.strip() else "")
-    return out
-
-
-def machine() -> dict[str, Any]:
-    """CPU model, core count and OS."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-        model = names[0] if names else model
-    except OSError:
-        pass
-    return {"cpu": model, "logical_cores": os.cpu_count(), "os": platform.platform()}
-
-
 LABELS = {"f5tts": "F5-TTS {v} `Trainer`", "f5lite": "f5lite {v} `python -m f5lite.train`"}
 ROWS = (
     ("wall clock, launch to exit (s)", "wall_s", "{:.1f}"),
@@ -495,17 +454,16 @@ def ratios(medians: dict[str, dict[str, float]]) -> dict[str, float]:
 
 def markdown(result: dict[str, Any]) -> str:
     """The result as a Markdown report."""
+    from f5lite.bench import sidebyside as sbs  # not at the top: the F5-TTS process must not import f5lite
+
     s, med, v = result["settings"], result["medians"], result["versions"]
     sides = [side for side in SIDES if side in med]
     labels = [LABELS[side].format(v=v.get("f5-tts" if side == "f5tts" else side, "?")) for side in sides]
-    m = result["machine"]
     epochs = f" ({s['epochs']} F5-TTS epoch(s) of {s['batches']} batches)" if "f5tts" in sides else ""
     lines = [
         "# Whole training runs: F5-TTS's own trainer vs f5lite",
         "",
-        f"Machine: {m['cpu']}, {m['logical_cores']} logical cores; {result['date']}; "
-        + ", ".join(f"{k} {val}" for k, val in v.items())
-        + ".",
+        f"Machine: {sbs.describe(result)}.",
         f"Model: DiT `{s['model_name']}` {s['model']} ({s['precision']} precision); data: the demo dataset's "
         f"{s['clips']} training clips ({s['audio_s']:.0f} s), {s['frames']} frames per batch, at most "
         f"{s['max_samples']} utterances; {s['updates']} updates{epochs}; lr {s['lr']}, warm-up {s['warmup']}; EMA decay {s['ema_decay']}, every {s['ema_update_every']}, "
@@ -554,6 +512,10 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------- main
+
+
+class WrongLengthError(RuntimeError):
+    """A run did not make the number of updates both sides were planned to make."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -606,6 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         return child_main(args.child[0], Path(args.child[1]), Path(args.child[2]))
+    from f5lite.bench import sidebyside as sbs  # here, not at the top: the F5-TTS process must not import f5lite
     from f5lite.paths import demo_dir
 
     demo = Path(demo_dir())
@@ -636,38 +599,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         "f5lite_data": str(demo),
         "f5lite_extra": args.f5lite_extra,
     }
+    configs = []
+    for side in args.sides:
+        spec_path = work / f"spec_{side}.json"
+        spec_path.write_text(json.dumps({**spec, "run_dir": str(work / f"run_{side}")}), encoding="utf-8")
+        shutil.rmtree(work / f"run_{side}", ignore_errors=True)  # a fresh run each time, never a resume
+        command = [sys.executable, str(Path(__file__).resolve()), "--child", side, str(spec_path), sbs.RESULT]
+        configs.append(sbs.Config(side, command))
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in args.sides}
+
+    def log(run: sbs.Run) -> Path:
+        path = work / f"log_{run.config}_{run.round}.txt"
+        path.write_text(run.stdout + run.stderr, encoding="utf-8")
+        return path
+
+    def done(run: sbs.Run) -> None:
+        path = log(run)
+        measured = {"launch": run.started, "wall_s": run.wall_s, "pid": run.pid, **run.watched}
+        summary = summarize(measured, run.result or {}, args.skip)
+        if summary["updates"] != updates:
+            raise WrongLengthError(f"{run.config} ran {summary['updates']} updates, not {updates}; see {path}")
+        runs[run.config].append(summary)
+        print(f"round {run.round + 1} {run.config}: " + json.dumps({k: round(v, 3) for k, v in summary.items()}))
+        sys.stdout.flush()
+        if run.round < args.rounds - 1:  # the last one stays for --keep
+            shutil.rmtree(work / f"run_{run.config}", ignore_errors=True)
+
     load_before = os.getloadavg()  # other work on the machine shows up here, and in the spread between rounds
     try:
-        for r in range(args.rounds):
-            # Alternate which side goes first, so a drift in the machine's speed hits both alike.
-            order = args.sides if r % 2 == 0 else args.sides[::-1]
-            for side in order:
-                run_dir = work / f"run_{side}"
-                shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run each time, never a resume
-                spec_path, events_path = work / f"spec_{side}.json", work / f"events_{side}_{r}.json"
-                spec_path.write_text(json.dumps({**spec, "run_dir": str(run_dir)}), encoding="utf-8")
-                log_path = work / f"log_{side}_{r}.txt"
-                run = launch(side, spec_path, events_path, log_path)
-                if run["rc"] != 0 or not events_path.exists():
-                    tail = log_path.read_text(encoding="utf-8", errors="replace")[-3000:]
-                    sys.stderr.write(f"{side} run failed (exit {run['rc']}); end of {log_path}:\n{tail}\n")
-                    return 1
-                summary = summarize(run, json.loads(events_path.read_text(encoding="utf-8")), args.skip)
-                if summary["updates"] != updates:
-                    sys.stderr.write(f"{side} ran {summary['updates']} updates, not {updates}; see {log_path}\n")
-                    return 1
-                runs[side].append(summary)
-                print(f"round {r + 1} {side}: " + json.dumps({k: round(v, 3) for k, v in summary.items()}))
-                sys.stdout.flush()
+        # Sides alternate which goes first, so a drift in the machine's speed hits both alike.
+        sbs.run_interleaved(
+            configs, args.rounds, alternate=True, work_dir=work, watch=TreeMemory, poll_s=POLL_S, on_run=done
+        )
+    except sbs.ChildFailedError as err:
+        path = log(err.run)
+        tail = (err.run.stdout + err.run.stderr)[-3000:]
+        sys.stderr.write(f"end of {path}:\n{tail}\n{err}\n")
+        return 1
+    except WrongLengthError as err:
+        sys.stderr.write(f"{err}\n")
+        return 1
     finally:
         if not args.keep and args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     medians = {side: {k: statistics.median(run[k] for run in rs) for k in rs[0]} for side, rs in runs.items()}
     result: dict[str, Any] = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "versions": versions(),
+        **sbs.run_header(["f5-tts", "accelerate", "datasets", "lhotse", "ema-pytorch"]),
         "command": " ".join(["python", "scripts/compare_f5tts_run.py", *(argv if argv is not None else sys.argv[1:])]),
         "settings": {
             "model_name": args.model,
@@ -690,9 +667,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "ratios" in result:
         print(json.dumps(result["ratios"]))
     if args.out_dir is not None:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        (args.out_dir / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        (args.out_dir / f"{args.name}.md").write_text(markdown(result), encoding="utf-8")
+        sbs.write_results(args.out_dir / f"{args.name}.json", result, markdown(result), indent=2)
     return 0
 
 

@@ -18,8 +18,9 @@ stays in the reference's fp32; the backbone's inputs are cast to bf16). No autoc
 
 Each worker times a short warm-up call (1 step, same shapes), then `--reps` full calls; the median over all rounds
 is reported, with f5lite / F5-TTS ratios at equal precision and batch, and two targets: 7 EPSS + CFG-Zero* at most
-0.75x F5-TTS's 7 EPSS, and f5lite's fastest setting at most 0.5x F5-TTS's fastest. Outputs of the first round are
-compared (f5lite 7 EPSS against F5-TTS 7 EPSS, per precision). Results: `OUT_DIR/f5tts_sampling_cpu.{json,md}`.
+0.75x F5-TTS's 7 EPSS, and f5lite's fastest setting at most 0.5x F5-TTS's fastest. Outputs of the last round (every
+round's are the same: all is seeded) are compared (f5lite 7 EPSS against F5-TTS 7 EPSS, per precision). Results:
+`OUT_DIR/f5tts_sampling_cpu.{json,md}`, with the machine, the versions and the date.
 
     PYTHONPATH=/tmp/f5pkg python scripts/compare_f5tts_sampling.py --rounds 3 --out-dir scripts/results
 """
@@ -27,15 +28,11 @@ compared (f5lite 7 EPSS against F5-TTS 7 EPSS, per precision). Results: `OUT_DIR
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.metadata
 import importlib.util
 import json
-import os
-import platform
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +46,7 @@ import torch
 import f5lite
 from f5lite.audio.constants import HOP_LENGTH, SAMPLE_RATE
 from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
+from f5lite.bench import sidebyside as sbs
 from f5lite.sampling import SamplerOptions
 
 VOCAB = F5TTS_VOCAB_SIZE
@@ -121,35 +119,51 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[int, dict[str, list[float]]] = {b: {c.name: [] for c in configs} for b in batches}
     rss: dict[int, dict[str, float]] = {b: {} for b in batches}
     with tempfile.TemporaryDirectory() as tmp:
-        for round_index in range(args.rounds):
-            order = configs if round_index % 2 == 0 else configs[::-1]
-            for batch in batches:
-                for config in order:
-                    save = Path(tmp, f"{batch}-{config.name}.pt") if round_index == 0 else None
-                    record = spawn(config, batch, args, save)
-                    times[batch][config.name] += record["times"]
-                    rss[batch][config.name] = max(rss[batch].get(config.name, 0.0), record["peak_rss_gb"])
-                    print(f"round {round_index + 1} batch {batch} {config.name}: {record['times']}", flush=True)
+        # Every (batch, configuration) in its own process, the order reversed every other round.
+        pairs = [(b, c) for b in batches for c in configs]
+        children = [child(c, b, args, Path(tmp, f"{b}-{c.name}.pt")) for b, c in pairs]
+        which = {ch.name: pair for ch, pair in zip(children, pairs, strict=True)}
+
+        def show(run: sbs.Run) -> None:
+            batch, config = which[run.config]
+            record = run.result or {}
+            times[batch][config.name] += record["times"]
+            rss[batch][config.name] = max(rss[batch].get(config.name, 0.0), record["peak_rss_gb"])
+            print(f"round {run.round + 1} batch {batch} {config.name}: {record['times']}", flush=True)
+
+        try:
+            sbs.run_interleaved(children, args.rounds, alternate=True, on_run=show)
+        except sbs.ChildFailedError as err:
+            print(f"{err.run.stderr[-3000:]}compare_f5tts_sampling.py: {err}", file=sys.stderr)
+            return 1
         diffs = {b: output_differences(Path(tmp), b, configs) for b in batches}
     result = summarize(times, rss, diffs, args, f5tts_version)
     print(json.dumps(result, indent=1))
     if args.out_dir:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        (args.out_dir / "f5tts_sampling_cpu.json").write_text(json.dumps(result, indent=1) + "\n")
-        (args.out_dir / "f5tts_sampling_cpu.md").write_text(markdown(result))
+        sbs.write_results(args.out_dir / "f5tts_sampling_cpu.json", result, markdown(result))
     return 0
 
 
-def spawn(config: Config, batch: int, args: argparse.Namespace, save: Path | None) -> dict[str, Any]:
-    """Run one configuration in a fresh interpreter; its JSON record (times, peak RSS)."""
+def child(config: Config, batch: int, args: argparse.Namespace, save: Path | None) -> sbs.Config:
+    """`config` at batch size `batch` as a configuration of the harness: this script's `--worker` mode."""
     command = [sys.executable, __file__, "--worker", config.name, "--batch", str(batch)]
     command += ["--reps", str(args.reps), "--threads", str(args.threads)]
     command += ["--seconds", str(args.seconds), "--ref-seconds", str(args.ref_seconds)]
     command += ["--tiny"] if args.tiny else []
     command += ["--save", str(save)] if save is not None else []
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
-    record: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return record
+    return sbs.Config(f"batch {batch}: {config.name}", command)
+
+
+def spawn(config: Config, batch: int, args: argparse.Namespace, save: Path | None) -> dict[str, Any]:
+    """Run one configuration in a fresh interpreter; its JSON record (times, peak RSS).
+
+    Raises:
+        ChildFailedError: the worker failed (the message names it).
+    """
+    run = sbs.run_child(child(config, batch, args, save))
+    if run.result is None:
+        raise sbs.ChildFailedError(run)
+    return run.result
 
 
 @dataclass(frozen=True)
@@ -296,15 +310,10 @@ def summarize(
             "max_abs_diff_f5lite_vs_f5tts_7_epss": diffs[batch],
             "runs_s": by_name,
         }
+    header = sbs.run_header()
+    header["versions"]["f5-tts"] = f5tts_version  # None: F5-TTS did not run (installed or not)
     return {
-        "date": datetime.date.today().isoformat(),
-        "machine": machine(),
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "f5lite": f5lite.__version__,
-            "f5-tts": f5tts_version,
-        },
+        **header,
         "threads": args.threads,
         "rounds": args.rounds,
         "reps_per_process": args.reps,
@@ -355,27 +364,12 @@ def targets(medians: dict[str, float]) -> dict[str, Any]:
     return out
 
 
-def machine() -> dict[str, Any]:
-    """CPU model, logical cores, OS."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": model, "logical_cores": os.cpu_count(), "os": platform.platform()}
-
-
 def markdown(result: dict[str, Any]) -> str:
     """The result as Markdown: one table per batch size, then the targets."""
-    v, m = result["versions"], result["machine"]
     lines = [
         "# Sampling: f5lite against F5-TTS, same weights, equal precision",
         "",
-        f"{result['date']}; {m['cpu']}, {m['logical_cores']} logical cores, {result['threads']} threads; "
-        f"torch {v['torch']}, f5lite {v['f5lite']}, F5-TTS {v['f5-tts']}; {result['model']}, {result['steps']} "
+        f"{sbs.describe(result)}; {result['threads']} threads; {result['model']}, {result['steps']} "
         f"EPSS steps, cfg 2, sway -1; {result['seconds']['reference']} s reference + up to "
         f"{result['seconds']['generated_longest']} s generated; every configuration in its own process, "
         f"{result['rounds']} interleaved rounds x {result['reps_per_process']} timed call(s), medians. "

@@ -26,15 +26,9 @@ best against best.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime
-import importlib.metadata
 import json
-import os
-import platform
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -45,6 +39,7 @@ from typing import Any
 import torch
 
 from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
+from f5lite.bench import sidebyside as sbs
 from f5lite.bench.args import int_list
 
 VOCAB = F5TTS_VOCAB_SIZE
@@ -262,43 +257,19 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def run_one(label: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One configuration in a fresh subprocess; its last stdout line is its JSON record."""
+def config(label: str, args: argparse.Namespace) -> sbs.Config:
+    """One configuration: this script's `--worker LABEL` mode, whose last stdout line is its JSON record."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", label, "--preset", args.preset]
     command += ["--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads)]
     command += ["--mel-lengths", ",".join(map(str, args.mel_lengths))]
     command += ["--text-lengths", ",".join(map(str, args.text_lengths))]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"compare_f5tts_train.py: {label!r} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    command += ["--no-drop"] if args.no_drop else []
+    return sbs.Config(label, command)
 
 
 def machine() -> dict[str, Any]:
     """CPU model, cores, versions and date."""
-    cpu = platform.processor() or "cpu"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-
-    def version(dist: str) -> str | None:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "f5lite": version("f5lite"),
-        "f5-tts": version("f5-tts"),
-        "accelerate": version("accelerate"),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }
+    return sbs.flat_header(sbs.run_header(["f5-tts", "accelerate"]))
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]], frames: int) -> dict[str, Any]:
@@ -344,8 +315,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Training step: F5-TTS against f5lite (CPU)",
         "",
-        f"Machine: {m['cpu']}, {m['cores']} cores; Python {m['python']}, torch {m['torch']}, f5lite {m['f5lite']}, "
-        f"F5-TTS {m['f5-tts']}, accelerate {m['accelerate']}; {m['date']}.",
+        f"Machine: {sbs.describe(m)}.",
         "",
         f"Model: DiT {s['model']} ({s['params'] / 1e6:.1f}M parameters), the same random weights on both sides. "
         f"Batch: mel lengths {s['mel_lengths']}, text lengths {s['text_lengths']} ({s['frames']} real frames). "
@@ -386,12 +356,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in args.configs}
-    for round_ in range(args.rounds):
-        for label in args.configs:
-            record = run_one(label, args)
-            runs[label].append(record)
-            print(json.dumps({"round": round_, **record}), flush=True)
+
+    def show(run: sbs.Run) -> None:
+        print(json.dumps({"round": run.round, **(run.result or {})}), flush=True)
+
+    try:
+        done = sbs.run_interleaved([config(label, args) for label in args.configs], args.rounds, on_run=show)
+    except sbs.ChildFailedError as err:
+        sys.stderr.write(err.run.stderr[-3000:])
+        raise SystemExit(f"compare_f5tts_train.py: {err}") from None
+    runs = {label: [run.result or {} for run in done if run.config == label] for label in args.configs}
     dims = PRESETS[args.preset]
     frames = sum(args.mel_lengths)
     setup = {
@@ -404,13 +378,12 @@ def main(argv: list[str] | None = None) -> int:
         "steps": args.steps,
         "warmup": args.warmup,
         "rounds": args.rounds,
+        "no_drop": args.no_drop,
     }
     result = {"machine": machine(), "setup": setup, **summarize(runs, frames)}
     print(json.dumps(result))
     if not args.no_write:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        (args.out_dir / f"{STEM}.json").write_text(json.dumps(result, indent=1) + "\n")
-        (args.out_dir / f"{STEM}.md").write_text(markdown(result))
+        sbs.write_results(args.out_dir / f"{STEM}.json", result, markdown(result))
     return 0
 
 

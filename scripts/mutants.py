@@ -27,7 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_SKIP = (".venv", ".f5tts", ".git", "runs", "outputs", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache")
+_SKIP = (
+    ".venv",
+    ".f5tts",
+    ".git",
+    "runs",
+    "outputs",
+    "build",
+    "dist",
+    "site",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+)
 
 
 @dataclass(frozen=True)
@@ -268,10 +280,10 @@ MUTANTS = (
     Mutant(
         "V4",
         "the mel cepstrum is scaled twice",
-        "f5lite/eval/melmetrics.py",
+        "f5lite/metrics/melmetrics.py",
         "scipy_fft.dct(mel, type=2, axis=-1)",
         'scipy_fft.dct(mel, type=2, axis=-1, norm="ortho")',
-        ("tests/test_eval_metrics.py::test_cepstrum_is_the_cosine_series_of_the_log_mel",),
+        ("tests/test_metrics.py::test_cepstrum_is_the_cosine_series_of_the_log_mel",),
     ),
     Mutant(
         "DUR1",
@@ -358,10 +370,10 @@ MUTANTS = (
     Mutant(
         "F0A",
         "the F0 pair count counts the ground truth's voiced frames, not the pairs voiced in both",
-        "f5lite/eval/melmetrics.py",
+        "f5lite/metrics/melmetrics.py",
         '"f0_pairs": int(both.sum())',
         '"f0_pairs": int(voiced_gt[j].sum())',
-        ("tests/test_eval_metrics.py::test_f0_error_is_left_out_when_nothing_is_voiced_in_both",),
+        ("tests/test_metrics.py::test_f0_error_is_left_out_when_nothing_is_voiced_in_both",),
     ),
     Mutant(
         "F0B",
@@ -374,10 +386,75 @@ MUTANTS = (
     Mutant(
         "F0C",
         "a summary averages the F0 pair counts instead of adding them up",
-        "f5lite/eval/metrics.py",
+        "f5lite/metrics/scoring.py",
         "(1 if key in SUMMED_KEYS else len(found))",
         "len(found)",
-        ("tests/test_eval_metrics.py::test_summarize_averages_each_numeric_key_over_the_rows_that_have_it",),
+        ("tests/test_metrics.py::test_summarize_averages_each_numeric_key_over_the_rows_that_have_it",),
+    ),
+    Mutant(
+        "SBS1",
+        "the side-by-side harness runs every round of a configuration before the next one (no interleaving)",
+        "f5lite/bench/sidebyside.py",
+        "    for r in range(rounds):\n        turn = names[::-1] if alternate and r % 2 else names\n"
+        "        order += [(r, name) for name in turn]\n",
+        "    for name in names:\n        order += [(r, name) for r in range(rounds)]\n",
+        ("tests/test_bench_sidebyside.py::test_rounds_run_a_b_a_b_each_in_its_own_process",),
+    ),
+    Mutant(
+        "SBS2",
+        "the side-by-side harness never reverses a round (alternate=True ignored)",
+        "f5lite/bench/sidebyside.py",
+        "turn = names[::-1] if alternate and r % 2 else names",
+        "turn = names",
+        ("tests/test_bench_sidebyside.py::test_alternate_reverses_every_other_round",),
+    ),
+    Mutant(
+        "SBS3",
+        "the side-by-side harness goes on past a failed child (check=True ignored)",
+        "f5lite/bench/sidebyside.py",
+        "            if check and not run.ok:",
+        "            if False:",
+        ("tests/test_bench_sidebyside.py::test_a_failing_child_is_one_line_naming_its_configuration",),
+    ),
+    Mutant(
+        "SBS4",
+        "the run header of the results files drops the date",
+        "f5lite/bench/sidebyside.py",
+        '        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),\n',
+        "",
+        ("tests/test_bench_sidebyside.py::test_header_records_machine_versions_and_date",),
+    ),
+    Mutant(
+        "SBS5",
+        "results files are written without the machine, versions and date",
+        "f5lite/bench/sidebyside.py",
+        "        if missing:",
+        "        if False:",
+        ("tests/test_bench_sidebyside.py::test_results_files_must_carry_the_header",),
+    ),
+    Mutant(
+        "REF1",
+        "the configuration reference leaves out the keys of nested sections",
+        "f5lite/config/reference.py",
+        '            rows.extend(_walk(nested, key + ".", section_default))\n',
+        "",
+        ("tests/test_docs.py::test_the_reference_lists_exactly_the_schema_keys_each_documented",),
+    ),
+    Mutant(
+        "REF2",
+        "the configuration reference reads field docstrings from the class only, not from its bases",
+        "f5lite/config/reference.py",
+        "    for cls in reversed(schema.__mro__):",
+        "    for cls in (schema,):",
+        ("tests/test_docs.py::test_the_reference_lists_exactly_the_schema_keys_each_documented",),
+    ),
+    Mutant(
+        "CMP1",
+        "a tool's schema is not stored before its config is composed",
+        "f5lite/config/compose.py",
+        '    ConfigStore.instance().store(name=f"{name}_schema", node=open_structured(schema))\n',
+        "",
+        ("tests/test_infer_cli.py::test_contract_keys_and_free_text_reach_the_config",),
     ),
     Mutant(
         "control",

@@ -24,13 +24,14 @@ import hashlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+
+from f5lite.bench import sidebyside as sbs
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -39,7 +40,6 @@ START_GOAL_S = 60.0
 """Training must complete its first optimizer update within this many seconds of launch."""
 MEMORY_GOAL_BYTES = 1_000_000_000
 """No process may peak more than this much higher with N cuts than with the baseline."""
-_T0 = "F5LITE_SCALE_T0"  # the parent's wall clock at launch, handed to the child
 
 
 def _sibling(name: str) -> ModuleType:
@@ -51,12 +51,10 @@ def _sibling(name: str) -> ModuleType:
     return module
 
 
-# The /proc readings and the machine description are bench_data.py's (it imports nothing heavy at load time).
+# The /proc readings are bench_data.py's.
 _bench_data = _sibling("bench_data")
 peak_rss = _bench_data.peak_rss
 forked_children = _bench_data.forked_children
-machine = _bench_data.machine
-machine_line = _bench_data.machine_line
 
 
 # ------------------------------------------------------------------------------------------------- the cuts
@@ -122,7 +120,7 @@ def cuts_file(n: int, cache: Path) -> tuple[Path, float]:
 
 def child(record_path: Path, overrides: list[str]) -> int:
     """Run `python -m f5lite.train OVERRIDES` with `Trainer` instrumented; write the measurements as JSON."""
-    launched = float(os.environ.get(_T0, time.time()))
+    launched = float(os.environ.get(sbs.LAUNCHED_AT_ENV, time.time()))  # the parent's wall clock at launch
     marks: dict[str, float] = {}  # seconds from launch
     peaks: dict[int, int] = {}  # pid -> VmHWM; the main process under its own pid
     after_init: list[int] = []  # the main process's VmHWM once `Trainer(...)` is done (before any worker starts)
@@ -176,9 +174,9 @@ def child(record_path: Path, overrides: list[str]) -> int:
 
 
 def train_on(cuts: Path, args: argparse.Namespace) -> dict[str, object]:
-    """Launch one instrumented training run on `cuts`; its record (or the error it stopped with)."""
+    """Launch one instrumented training run on `cuts`; its record (or the error it stopped with), with the load
+    average at launch."""
     with tempfile.TemporaryDirectory(prefix="f5lite_scale_") as tmp:
-        record_path = Path(tmp) / "record.json"
         overrides = [
             "+recipe=debug_tiny",
             f"data.dir={cuts}",
@@ -189,16 +187,10 @@ def train_on(cuts: Path, args: argparse.Namespace) -> dict[str, object]:
             "logger.every=1",
             f"run_dir={Path(tmp) / 'run'}",
         ]
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(record_path), "--", *overrides]
-        env = {**os.environ, _T0: repr(time.time())}
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            return {"error": f"no result within {args.timeout} s"}
-        if done.returncode != 0 or not record_path.is_file():
-            lines = done.stderr.strip().splitlines()
-            return {"error": lines[-1] if lines else f"exit {done.returncode}"}
-        return dict(json.loads(record_path.read_text()))
+        argv = [sys.executable, str(Path(__file__).resolve()), "--child", sbs.RESULT, "--", *overrides]
+        run = sbs.run_child(sbs.Config(cuts.name, argv), result_dir=Path(tmp), timeout=args.timeout)
+    # Other work on the machine slows the start-up.
+    return {"load_before": run.load_before, **run.record()}
 
 
 def compare(small: dict[str, object], large: dict[str, object]) -> dict[str, object]:
@@ -218,14 +210,12 @@ def compare(small: dict[str, object], large: dict[str, object]) -> dict[str, obj
 
 def write_results(result: dict[str, object], out_dir: Path) -> None:
     """`scale_cpu.json` and a markdown table `scale_cpu.md` under `out_dir`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "scale_cpu.json").write_text(json.dumps(result, indent=1) + "\n")
     runs: list[dict[str, object]] = result["runs"]  # type: ignore[assignment]
     gb = 1e9
     lines = [
         "# Training start-up and memory on a large CutSet (CPU)",
         "",
-        f"Machine: {machine_line(result['machine'])}.",  # type: ignore[arg-type]
+        f"Machine: {sbs.describe(result['machine'])}.",  # type: ignore[arg-type]
         "",
         f"`debug_tiny` recipe, {result['workers']} loader workers, {result['updates']} updates; the cuts cycle over "
         "a few demo utterances (`f5lite-prepare`'s fields: token ids, frames). Times are seconds from launching "
@@ -258,7 +248,7 @@ def write_results(result: dict[str, object], out_dir: Path) -> None:
     ]
     if result.get("note"):
         lines += ["", str(result["note"])]
-    (out_dir / "scale_cpu.md").write_text("\n".join(lines) + "\n")
+    sbs.write_results(out_dir / "scale_cpu.json", result, "\n".join(lines) + "\n")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -283,12 +273,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     for n in (args.baseline, args.cuts):
         path, wrote_s = cuts_file(n, args.cache_dir)
         record = {"cuts": n, "file": str(path), "file_bytes": path.stat().st_size, "write_s": wrote_s}
-        record["load_before"] = os.getloadavg()[0]  # other work on the machine slows the start-up
         record |= train_on(path, args)
         print(json.dumps(record), flush=True)
         runs.append(record)
     return {
-        "machine": machine(),
+        "machine": sbs.flat_header(sbs.run_header(["lhotse"])),
         "workers": args.workers,
         "updates": args.updates,
         "start_goal_s": START_GOAL_S,
