@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-golden test-slow test-gpu test-browser test-mutants demo bench docs lint fmt typecheck wheel-check clean
+.PHONY: help install test test-golden test-slow test-gpu test-browser test-mutants demo bench bench-gpu docs lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -82,6 +82,19 @@ bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation 
 	$(BIN)/python scripts/ablate.py --preset mid --threads 2 --steps 3 --warmup 1 --rounds $(BENCH_ROUNDS) \
 		--out-dir $(BENCH_OUT)
 	$(BIN)/python scripts/bench_infer.py --threads 2 --batches 1 --repeats 1 --out-dir $(BENCH_OUT)
+
+# The GPU comparisons with F5-TTS (beside, in .f5tts): F5-TTS v1 Base's architecture and its 38,400 frames per GPU
+# (32 clips of 12.8 s), bf16, activation checkpointing none / every 2nd block / every block; then whole runs.
+BENCH_GPU_DEVICE ?= cuda
+BENCH_GPU_MEL := $(shell $(PYTHON) -c "print(','.join(['1200'] * 32))")
+BENCH_GPU_TEXT := $(shell $(PYTHON) -c "print(','.join(['200'] * 32))")
+BENCH_GPU_CONFIGS := F5-TTS bf16,f5lite bf16,F5-TTS bf16 + AC,f5lite bf16 + AC every 2nd,f5lite bf16 + AC
+bench-gpu: $(STAMP) $(F5TTS_DIR)/.installed ## On a CUDA GPU: training step and whole runs against F5-TTS (dit_base, bf16, 38,400 frames; AC none / every 2nd / every block) into scripts/results/
+	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_train.py --device $(BENCH_GPU_DEVICE) --preset base \
+		--mel-lengths $(BENCH_GPU_MEL) --text-lengths $(BENCH_GPU_TEXT) --configs "$(BENCH_GPU_CONFIGS)" \
+		--steps 10 --warmup 3 --rounds 3 --out-dir $(BENCH_OUT)
+	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_run.py --model base --precision bf16 --frames 38400 \
+		--updates 60 --ckpt-every 20 --workers 4 --rounds 2 --name f5tts_run_$(BENCH_GPU_DEVICE) --out-dir $(BENCH_OUT)
 
 # The documentation site (mkdocs.yml, docs/): the docs extra goes into .venv once, like $(STAMP).
 DOCS_STAMP := $(VENV)/.installed-docs

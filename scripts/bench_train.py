@@ -28,8 +28,9 @@ from pathlib import Path
 
 import torch
 
-from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT, PEAK_FLOPS, model_flops_utilization, training_flops
+from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT, model_flops_utilization, training_flops
 from f5lite.bench.args import int_list
+from f5lite.bench.flops import table_peak_flops
 from f5lite.config import compose_config
 from f5lite.models.cfm import CFM
 from f5lite.storage.store import CheckpointStore
@@ -85,9 +86,9 @@ def measured_peak(device: torch.device, dtype: torch.dtype) -> tuple[float, str]
     """Peak FLOP/s: the GPU's dense table value, or a measured GEMM rate (up to 2048^2) on a CPU."""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
-        for key, peak in PEAK_FLOPS.items():
-            if key.replace(" ", "").lower() in name.replace(" ", "").lower():
-                return peak, f"{name} (table, dense bf16)"
+        peak = table_peak_flops(name)
+        if peak is not None:
+            return peak, f"{name} (table, dense bf16)"
         return float("nan"), f"{name} (no peak in the table)"
     # The GEMM grows to 2048^2 unless one already takes 50 ms: a CPU without fast kernels for the dtype (bf16 on an
     # AMD Zen 3 under torch 2.14: 0.3 GFLOP/s) would otherwise spend minutes measuring a figure it reaches early.

@@ -60,6 +60,8 @@ SIDES = ("f5tts", "f5lite")
 MODELS: dict[str, dict[str, int]] = {
     # The benchmarks' shared model, f5lite.bench.MID_DIT (a test keeps them equal): spelled out so that the F5-TTS
     # process never imports f5lite, whose modules would count in F5-TTS's memory.
+    # F5-TTS v1 Base (configs/model/dit.yaml), for `make bench-gpu`.
+    "base": {"dim": 1024, "depth": 22, "heads": 16, "dim_head": 64, "ff_mult": 2, "text_dim": 512, "conv_layers": 4},
     "mid": {"dim": 512, "depth": 8, "heads": 8, "dim_head": 64, "ff_mult": 2, "text_dim": 256, "conv_layers": 4},
     "small": {"dim": 256, "depth": 4, "heads": 4, "dim_head": 64, "ff_mult": 2, "text_dim": 128, "conv_layers": 2},
     "tiny": {"dim": 64, "depth": 2, "heads": 4, "dim_head": 16, "ff_mult": 2, "text_dim": 32, "conv_layers": 1},

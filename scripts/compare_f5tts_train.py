@@ -5,6 +5,7 @@ f5-tts x-transformers torchdiffeq ema-pytorch loguru einx frozendict torch-einop
 `PYTHONPATH=/tmp/f5pkg`. Without it the script stops with one line (`--configs` with only f5lite ones still runs).
 
     PYTHONPATH=/tmp/f5pkg python scripts/compare_f5tts_train.py            # writes scripts/results/f5tts_train_cpu.*
+    make bench-gpu        # on a CUDA machine: dit_base, bf16, 38,400 frames, AC none / every 2nd / every block
 
 Both sides train the mid-size DiT (`f5lite.bench.MID_DIT`) from the same random weights (our state dicts are
 key-compatible with F5-TTS's) on the same synthetic batch (mel lengths 300,340,370,400, text lengths 72,80,85,90).
@@ -16,6 +17,11 @@ Each step is what the trainers do, through accelerate as both trainers use it:
 - f5lite: `f5lite.train.setup.build_model` / `make_optimizer` from `+recipe=dit_base` plus the model size and
   `perf.*` overrides, `f5lite.models.cfm.CFM`, f5lite's EMA, and the trainer's update (lr as a device tensor,
   non-finite updates skipped on the device).
+
+On a GPU (`--device cuda`) the step is timed between device synchronizations, memory is the peak of
+`torch.cuda.max_memory_allocated` and MFU is the analytic training FLOPs (`f5lite.bench.training_flops`) over the
+GPU's dense bf16 peak (`f5lite.bench.PEAK_FLOPS`). The activation-checkpointing configurations compare f5lite's
+`perf.ac` (every block, every 2nd block) with F5-TTS's own `checkpoint_activations` (every block).
 
 Configurations run in their own subprocesses (a clean peak RSS each), alternating within every round so a VM whose
 speed drifts slows all of them alike; per configuration the median over `--rounds` of each run's median step is
@@ -41,11 +47,13 @@ import torch
 from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
 from f5lite.bench import sidebyside as sbs
 from f5lite.bench.args import int_list
+from f5lite.bench.flops import table_peak_flops, training_flops
 
 VOCAB = F5TTS_VOCAB_SIZE
 RESULTS = Path(__file__).resolve().parent / "results"
-STEM = "f5tts_train_cpu"
+STEM = "f5tts_train_{device}"
 PRESETS: dict[str, dict[str, Any]] = {
+    "base": {"dim": 1024, "depth": 22, "heads": 16, "dim_head": 64, "ff_mult": 2, "text_dim": 512, "conv_layers": 4},
     "mid": MID_DIT,
     # Smoke tests only.
     "tiny": {"dim": 64, "depth": 2, "heads": 4, "dim_head": 16, "ff_mult": 2, "text_dim": 32, "conv_layers": 1},
@@ -57,11 +65,15 @@ TOTAL_UPDATES = 1_000_000
 
 @dataclass(frozen=True)
 class Config:
-    """One measured configuration: which code, which precision, which f5lite `perf.*` overrides."""
+    """One measured configuration: which code, which precision, which f5lite `perf.*` overrides.
+
+    `checkpoint_activations` is F5-TTS's own switch (every block); f5lite's is an override of `perf.ac`.
+    """
 
     side: str
     precision: str
     overrides: tuple[str, ...] = ()
+    checkpoint_activations: bool = False
 
 
 CONFIGS: dict[str, Config] = {
@@ -70,8 +82,17 @@ CONFIGS: dict[str, Config] = {
     "f5lite fp32": Config("f5lite", "no"),
     "f5lite bf16": Config("f5lite", "bf16"),
     "f5lite bf16 + compile": Config("f5lite", "bf16", ("perf.compile=true",)),
+    "F5-TTS bf16 + AC": Config("f5tts", "bf16", checkpoint_activations=True),
+    "f5lite bf16 + AC every 2nd": Config("f5lite", "bf16", ("perf.ac.mode=full", "perf.ac.every_n=2")),
+    "f5lite bf16 + AC": Config("f5lite", "bf16", ("perf.ac.mode=full", "perf.ac.every_n=1")),
 }
-PAIRS = {"fp32": ("f5lite fp32", "F5-TTS fp32"), "bf16": ("f5lite bf16", "F5-TTS bf16")}
+DEFAULT_CONFIGS = ("F5-TTS fp32", "F5-TTS bf16", "f5lite fp32", "f5lite bf16", "f5lite bf16 + compile")
+"""What runs without `--configs`: the CPU comparison (activation checkpointing only costs time on a CPU)."""
+PAIRS = {
+    "fp32": ("f5lite fp32", "F5-TTS fp32"),
+    "bf16": ("f5lite bf16", "F5-TTS bf16"),
+    "bf16 + AC": ("f5lite bf16 + AC", "F5-TTS bf16 + AC"),
+}
 
 
 def _configs(text: str) -> list[str]:
@@ -89,11 +110,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=4, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where both sides train")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size")
     parser.add_argument("--mel-lengths", type=int_list(1), default=[300, 340, 370, 400])
     parser.add_argument("--text-lengths", type=int_list(1), default=[72, 80, 85, 90])
-    parser.add_argument("--configs", type=_configs, default=list(CONFIGS), help="comma-separated subset")
-    parser.add_argument("--out-dir", type=Path, default=RESULTS, help=f"where {STEM}.json/.md go")
+    parser.add_argument("--configs", type=_configs, default=list(DEFAULT_CONFIGS), help="comma-separated")
+    parser.add_argument("--out-dir", type=Path, default=RESULTS, help="where f5tts_train_DEVICE.json/.md go")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--worker", choices=list(CONFIGS), help=argparse.SUPPRESS)
     # F5-TTS draws its condition dropout from Python's unseeded `random`, f5lite from the step's generator: only
@@ -104,6 +126,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--mel-lengths and --text-lengths need the same number of items")
     if args.rounds < 1 or args.steps < 1 or args.warmup < 0:
         parser.error("--rounds and --steps need at least 1, --warmup at least 0")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device here")
     return args
 
 
@@ -117,15 +141,17 @@ def f5tts_missing() -> str | None:
     return None
 
 
-def synthetic_batch(mel_lengths: list[int], text_lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`(mel [b, n, 100] zero-padded, text ids [b, nt] padded with -1, lens [b])`, reproducible."""
+def synthetic_batch(
+    mel_lengths: list[int], text_lengths: list[int], device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`(mel [b, n, 100] zero-padded, text ids [b, nt] padded with -1, lens [b])` on `device`, reproducible."""
     g = torch.Generator().manual_seed(0)
     mel = torch.zeros(len(mel_lengths), max(mel_lengths), 100)
     text = torch.full((len(text_lengths), max(text_lengths)), -1, dtype=torch.long)
     for i, (frames, tokens) in enumerate(zip(mel_lengths, text_lengths, strict=True)):
         mel[i, :frames] = torch.randn(frames, 100, generator=g) * 2 - 5  # roughly log-mel values
         text[i, :tokens] = torch.randint(0, VOCAB, (tokens,), generator=g)
-    return mel, text, torch.tensor(mel_lengths)
+    return mel.to(device), text.to(device), torch.tensor(mel_lengths, device=device)
 
 
 def shared_weights(dims: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -145,7 +171,7 @@ NO_DROP = {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}
 
 
 def f5tts_step(
-    precision: str, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], cfm_kwargs: dict[str, float]
+    config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], cfm_kwargs: dict[str, float]
 ) -> Callable[[int], float]:
     """F5-TTS's `Trainer.train` inner step on a fixed batch; returns `step(i) -> loss`."""
     from accelerate import Accelerator
@@ -155,8 +181,11 @@ def f5tts_step(
     from torch.optim import AdamW
     from torch.optim.lr_scheduler import LinearLR, SequentialLR
 
-    accelerator = Accelerator(cpu=True, mixed_precision=precision)
-    backbone = F5DiT(**dims, text_num_embeds=VOCAB, mel_dim=100)
+    device = batch[0].device
+    accelerator = Accelerator(cpu=device.type == "cpu", mixed_precision=config.precision)
+    backbone = F5DiT(
+        **dims, text_num_embeds=VOCAB, mel_dim=100, checkpoint_activations=config.checkpoint_activations
+    ).to(device)
     missing, unexpected = backbone.load_state_dict(shared_weights(dims), strict=False)
     params = {name for name, _ in backbone.named_parameters()}
     if unexpected or params & set(missing):
@@ -198,10 +227,12 @@ def f5lite_step(
     from f5lite.train.schedule import lr_factor
     from f5lite.train.setup import build_model, make_optimizer
 
-    device = torch.device("cpu")
+    device = batch[0].device
     overrides = ["+recipe=dit_base", *(f"model.{k}={v}" for k, v in dims.items()), f"perf.precision={config.precision}"]
     cfg = compose_config([*overrides, f"optim.lr={LR}", *config.overrides])
-    accelerator = Accelerator(cpu=True, mixed_precision=cfg.perf.precision, step_scheduler_with_optimizer=False)
+    accelerator = Accelerator(
+        cpu=device.type == "cpu", mixed_precision=cfg.perf.precision, step_scheduler_with_optimizer=False
+    )
     setup = build_model(cfg, VOCAB, None, device)
     setup.backbone.load_state_dict(shared_weights(dims))
     if setup.ema is not None:
@@ -209,7 +240,7 @@ def f5lite_step(
     backbone, ema = setup.backbone, setup.ema
     model, optimizer = accelerator.prepare(CFM(backbone, **cfm_kwargs), make_optimizer(cfg, backbone, device))
     mel, text, lens = batch
-    applied = torch.zeros((), dtype=torch.long)
+    applied = torch.zeros((), dtype=torch.long, device=device)
 
     def step(i: int) -> float:
         nonlocal applied
@@ -234,33 +265,40 @@ def f5lite_step(
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
-    """Run one configuration in this process: warm up, time `--steps` steps, report the median and peak RSS."""
+    """Run one configuration in this process: warm up, time `--steps` steps, report the median and peak memory."""
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     config = CONFIGS[args.worker]
     dims = PRESETS[args.preset]
-    batch = synthetic_batch(args.mel_lengths, args.text_lengths)
+    batch = synthetic_batch(args.mel_lengths, args.text_lengths, device)
     build = f5tts_step if config.side == "f5tts" else f5lite_step
-    side = config.precision if config.side == "f5tts" else config
-    step = build(side, dims, batch, NO_DROP if args.no_drop else {})  # type: ignore[arg-type]
+    step = build(config, dims, batch, NO_DROP if args.no_drop else {})
     losses = [step(i) for i in range(args.warmup)]
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     times = []
     for i in range(args.steps):
         start = time.perf_counter()
-        losses.append(step(args.warmup + i))
+        losses.append(step(args.warmup + i))  # reading the loss waits for the device
         times.append(time.perf_counter() - start)
-    return {
+    record = {
         "label": args.worker,
         "step_s": statistics.median(times),
         "steps_s": [round(t, 4) for t in times],
         "losses": [round(v, 5) for v in losses],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # KiB on Linux
     }
+    if device.type == "cuda":
+        record["peak_gpu_bytes"] = torch.cuda.max_memory_allocated(device)
+        record["gpu"] = torch.cuda.get_device_name(device)
+    return record
 
 
 def config(label: str, args: argparse.Namespace) -> sbs.Config:
     """One configuration: this script's `--worker LABEL` mode, whose last stdout line is its JSON record."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", label, "--preset", args.preset]
     command += ["--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads)]
+    command += ["--device", args.device]
     command += ["--mel-lengths", ",".join(map(str, args.mel_lengths))]
     command += ["--text-lengths", ",".join(map(str, args.text_lengths))]
     command += ["--no-drop"] if args.no_drop else []
@@ -272,8 +310,11 @@ def machine() -> dict[str, Any]:
     return sbs.flat_header(sbs.run_header(["f5-tts", "accelerate"]))
 
 
-def summarize(runs: dict[str, list[dict[str, Any]]], frames: int) -> dict[str, Any]:
-    """Medians per configuration and the f5lite/F5-TTS ratios at equal precision and best against best."""
+def summarize(runs: dict[str, list[dict[str, Any]]], frames: int, flops: float | None = None) -> dict[str, Any]:
+    """Medians per configuration and the f5lite/F5-TTS ratios at equal precision and best against best.
+
+    `flops` is one step's model FLOPs over the GPU's peak FLOP/s (so MFU = flops / step), None on a CPU.
+    """
     table: dict[str, dict[str, Any]] = {}
     for label, records in runs.items():
         step = statistics.median(r["step_s"] for r in records)
@@ -283,6 +324,10 @@ def summarize(runs: dict[str, list[dict[str, Any]]], frames: int) -> dict[str, A
             "peak_rss_gb": round(statistics.median(r["peak_rss_bytes"] for r in records) / 1e9, 3),
             "runs_step_s": [round(r["step_s"], 4) for r in records],
         }
+        if all("peak_gpu_bytes" in r for r in records):
+            table[label]["peak_gpu_gb"] = round(statistics.median(r["peak_gpu_bytes"] for r in records) / 1e9, 3)
+        if flops is not None:
+            table[label]["mfu"] = round(flops / step, 4)
     ratios: dict[str, dict[str, Any]] = {}
     for name, (ours, theirs) in PAIRS.items():
         if ours in table and theirs in table:
@@ -301,19 +346,32 @@ def _params(dims: dict[str, Any]) -> int:
 
 
 def _ratio(table: dict[str, dict[str, Any]], ours: str, theirs: str) -> dict[str, Any]:
+    memory = "peak_gpu_gb" if "peak_gpu_gb" in table[ours] and "peak_gpu_gb" in table[theirs] else "peak_rss_gb"
     return {
         "f5lite": ours,
         "f5tts": theirs,
         "speed": round(table[theirs]["step_s"] / table[ours]["step_s"], 3),  # same frames: a ratio of rates
-        "memory": round(table[ours]["peak_rss_gb"] / table[theirs]["peak_rss_gb"], 3),
+        "memory": round(table[ours][memory] / table[theirs][memory], 3),
     }
+
+
+def step_flops_over_peak(args: argparse.Namespace, gpu: str | None) -> float | None:
+    """One step's analytic model FLOPs over the GPU's dense bf16 peak (None on a CPU or a GPU not in the table)."""
+    peak = table_peak_flops(gpu) if gpu else None
+    if peak is None:
+        return None
+    import f5lite
+
+    with torch.device("meta"):
+        backbone = f5lite.build_backbone("dit", **PRESETS[args.preset], text_num_embeds=VOCAB)
+    return training_flops(backbone, args.mel_lengths, args.text_lengths) / peak
 
 
 def markdown(result: dict[str, Any]) -> str:
     """The results as a Markdown page."""
     m, s = result["machine"], result["setup"]
     lines = [
-        "# Training step: F5-TTS against f5lite (CPU)",
+        f"# Training step: F5-TTS against f5lite ({s.get('gpu') or 'CPU'})",
         "",
         f"Machine: {sbs.describe(m)}.",
         "",
@@ -323,13 +381,16 @@ def markdown(result: dict[str, Any]) -> str:
         f"configuration in its own process, median of {s['rounds']} interleaved rounds. Step = forward, backward, "
         "clip, AdamW, LR schedule and EMA update, as each trainer does it.",
         "",
-        "| configuration | step (s) | frames/s | peak RSS (GB) | runs (s) |",
-        "| --- | ---: | ---: | ---: | --- |",
+        "| configuration | step (s) | frames/s | MFU | peak GPU memory (GB) | peak RSS (GB) | runs (s) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for label, row in result["configs"].items():
         runs = ", ".join(f"{t:.3f}" for t in row["runs_step_s"])
+        mfu = f"{row['mfu']:.1%}" if "mfu" in row else "-"
+        gpu_gb = f"{row['peak_gpu_gb']:.2f}" if "peak_gpu_gb" in row else "-"
         lines.append(
-            f"| {label} | {row['step_s']:.3f} | {row['frames_per_s']:.0f} | {row['peak_rss_gb']:.2f} | {runs} |"
+            f"| {label} | {row['step_s']:.3f} | {row['frames_per_s']:.0f} | {mfu} | {gpu_gb} | "
+            f"{row['peak_rss_gb']:.2f} | {runs} |"
         )
     if result["ratios"]:
         lines += [
@@ -380,10 +441,12 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "no_drop": args.no_drop,
     }
-    result = {"machine": machine(), "setup": setup, **summarize(runs, frames)}
+    gpu = next((r["gpu"] for records in runs.values() for r in records if "gpu" in r), None)
+    setup["device"], setup["gpu"] = args.device, gpu
+    result = {"machine": machine(), "setup": setup, **summarize(runs, frames, step_flops_over_peak(args, gpu))}
     print(json.dumps(result))
     if not args.no_write:
-        sbs.write_results(args.out_dir / f"{STEM}.json", result, markdown(result))
+        sbs.write_results(args.out_dir / f"{STEM.format(device=args.device)}.json", result, markdown(result))
     return 0
 
 

@@ -16,6 +16,9 @@ import pytest
 import torch
 from golden import assert_golden
 
+import f5lite
+from f5lite.bench import training_flops
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "compare_f5tts_train.py"
 TINY = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0"]
 TINY += ["--mel-lengths", "24,32", "--text-lengths", "6,8"]
@@ -34,7 +37,7 @@ def script() -> ModuleType:
 def test_options(script: ModuleType) -> None:
     args = script.parse_args([])
     assert (args.rounds, args.mel_lengths, args.text_lengths) == (3, [300, 340, 370, 400], [72, 80, 85, 90])
-    assert args.configs == list(script.CONFIGS)
+    assert args.configs == list(script.DEFAULT_CONFIGS)
     assert script.parse_args(["--configs", "f5lite fp32,F5-TTS bf16"]).configs == ["f5lite fp32", "F5-TTS bf16"]
     for bad in (["--configs", "nope"], ["--mel-lengths", "1,2", "--text-lengths", "1"], ["--rounds", "0"]):
         with pytest.raises(SystemExit):
@@ -80,6 +83,61 @@ def test_summary_ratios(script: ModuleType) -> None:
     assert summary["ratios"]["bf16"]["speed"] == pytest.approx(1.25, rel=1e-3)
     assert summary["ratios"]["best"]["f5lite"] == "f5lite bf16 + compile"
     assert summary["ratios"]["best"]["speed"] == pytest.approx(2.0, rel=1e-3)
+
+
+def test_gpu_rows_carry_memory_and_mfu(script: ModuleType) -> None:
+    """On a GPU: memory ratios from the GPU's peak (not the host RSS), and MFU from the analytic FLOPs and the table."""
+    args = script.parse_args(["--preset", "base", "--mel-lengths", "960,960", "--text-lengths", "200,200"])
+    assert script.step_flops_over_peak(args, None) is None
+    assert script.step_flops_over_peak(args, "Some Unknown GPU") is None
+    flops = script.step_flops_over_peak(args, "NVIDIA H100 80GB HBM3")
+    with torch.device("meta"):
+        backbone = f5lite.build_backbone("dit", **script.PRESETS["base"], text_num_embeds=script.VOCAB)
+    assert flops == pytest.approx(training_flops(backbone, [960, 960], [200, 200]) / 989.4e12, rel=1e-9)
+    assert script.step_flops_over_peak(args, "NVIDIA H200") == pytest.approx(flops)  # the same peak in the table
+
+    def rec(step: float, gpu_gb: float) -> dict[str, float]:
+        return {"step_s": step, "peak_rss_bytes": 3e9, "peak_gpu_bytes": gpu_gb * 1e9}
+
+    runs = {"F5-TTS bf16 + AC": [rec(2.0, 20.0)], "f5lite bf16 + AC": [rec(1.0, 15.0)]}
+    summary = script.summarize(runs, frames=1920, flops=0.5)
+    assert summary["configs"]["f5lite bf16 + AC"]["mfu"] == pytest.approx(0.5)
+    assert summary["configs"]["F5-TTS bf16 + AC"]["mfu"] == pytest.approx(0.25)
+    assert summary["ratios"]["bf16 + AC"] == {
+        "f5lite": "f5lite bf16 + AC",
+        "f5tts": "F5-TTS bf16 + AC",
+        "speed": 2.0,
+        "memory": 0.75,
+    }
+    assert "| f5lite bf16 + AC | 1.000 | 1920 | 50.0% | 15.00 |" in script.markdown(
+        {"machine": script.machine(), "setup": {**_setup(), "gpu": "H100"}, **summary}
+    )
+
+
+def test_activation_checkpointing_configurations_run_on_the_cpu(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The GPU benchmark's AC configurations, on the CPU path: f5lite's every-block and every-2nd-block modes."""
+    configs = "f5lite bf16 + AC,f5lite bf16 + AC every 2nd"
+    assert script.main([*TINY, "--rounds", "1", "--configs", configs, "--out-dir", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
+    assert set(result["configs"]) == set(configs.split(","))
+    assert result["setup"]["device"] == "cpu" and result["setup"]["gpu"] is None
+    assert all("mfu" not in row and "peak_gpu_gb" not in row for row in result["configs"].values())
+
+
+def _setup() -> dict[str, object]:
+    return {
+        "model": "dim 1024",
+        "params": 336e6,
+        "mel_lengths": [960, 960],
+        "text_lengths": [200, 200],
+        "frames": 1920,
+        "threads": 2,
+        "steps": 1,
+        "warmup": 0,
+        "rounds": 1,
+    }
 
 
 @pytest.mark.golden

@@ -23,6 +23,7 @@ from f5lite.models.build import backbone_blocks
 
 PEAK_FLOPS = {
     "H100 SXM": 989.4e12,
+    "H100 80GB HBM3": 989.4e12,  # how torch names the SXM part
     "H100 PCIe": 756e12,
     "H100 NVL": 835e12,
     "H200": 989.4e12,
@@ -88,6 +89,22 @@ def training_flops(backbone: nn.Module, frames: Sequence[int], text_tokens: Sequ
         seq = t + extra + nt
         total += 6 * audio * t + 6 * text * nt + 12 * layers * inner * seq**2
     return total
+
+
+def table_peak_flops(device_name: str) -> float | None:
+    """The dense bf16 peak of a GPU named like `torch.cuda.get_device_name()`, or None when it is not in the table.
+
+    Args:
+        device_name: e.g. "NVIDIA H100 80GB HBM3".
+
+    Returns:
+        FLOP/s from `PEAK_FLOPS`, matched on a substring with spaces and case ignored.
+    """
+    squeezed = device_name.replace(" ", "").lower()
+    for key, peak in PEAK_FLOPS.items():
+        if key.replace(" ", "").lower() in squeezed:
+            return peak
+    return None
 
 
 def model_flops_utilization(flops_per_step: float, step_seconds: float, peak_flops: float) -> float:
