@@ -52,6 +52,8 @@ from f5lite.sampling import SamplerOptions
 VOCAB = F5TTS_VOCAB_SIZE
 FRAMES_PER_SECOND = SAMPLE_RATE / HOP_LENGTH
 STEPS = 7
+DEFAULT_STEPS = 32
+"""F5-TTS's default number of steps (with sway -1 and cfg 2: its `infer_process` defaults)."""
 CFG_STRENGTH = 2.0
 SWAY = -1.0
 SEED = 0
@@ -70,11 +72,13 @@ class Config:
     precision: str  # "fp32" or "bf16" weights
     zero_star: bool = False  # f5lite only: CFG-Zero* (1 zero-init step, optimized scale)
     compiled: bool = False  # f5lite only: `apply_inference_compile`
+    steps: int = STEPS  # 7: EPSS; 32 (F5-TTS's default): uniform grid with sway
 
     @property
     def name(self) -> str:
         """The label used in the results, e.g. `f5lite 7 EPSS + CFG-Zero*, bf16`."""
-        settings = f"{STEPS} EPSS" + (" + CFG-Zero*" if self.zero_star else "")
+        grid = f"{self.steps} EPSS" if self.steps == STEPS else f"{self.steps} steps"
+        settings = grid + (" + CFG-Zero*" if self.zero_star else "")
         return f"{self.side} {settings}, {self.precision}" + (", compiled" if self.compiled else "")
 
 
@@ -84,6 +88,23 @@ def configurations(*, f5tts: bool = True, compiled: bool = False) -> list[Config
     configs += [Config("f5lite", p, zero) for p in ("fp32", "bf16") for zero in (False, True)]
     if compiled:
         configs += [Config("f5lite", p, True, True) for p in ("fp32", "bf16")]
+    return configs
+
+
+REFERENCE = Config("f5lite", "fp32", steps=DEFAULT_STEPS)
+"""The output every path of the `--defaults` suite is compared with: f5lite's 32 steps in fp32, eager."""
+
+
+def defaults_configurations(*, f5tts: bool = True) -> list[Config]:
+    """The `--defaults` suite: F5-TTS at its defaults (32 steps, sway -1, cfg 2, fp32) against f5lite's paths.
+
+    f5lite runs the same 32 steps eager and compiled, and its fastest recommended setting (7 EPSS + CFG-Zero*) in
+    fp32, compiled, and with bf16 weights (which pays only on a CPU with native bf16). Every output is compared with
+    f5lite's own 32-step fp32 output (`REFERENCE`), so a faster path is never a worse one unseen.
+    """
+    configs = [Config("F5-TTS", "fp32", steps=DEFAULT_STEPS)] if f5tts else []
+    configs += [Config("f5lite", "fp32", steps=DEFAULT_STEPS), Config("f5lite", "fp32", False, True, DEFAULT_STEPS)]
+    configs += [Config("f5lite", "fp32", True), Config("f5lite", "fp32", True, True), Config("f5lite", "bf16", True)]
     return configs
 
 
@@ -97,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="longest generated audio (default 3)")
     parser.add_argument("--ref-seconds", type=float, default=2.0, help="reference audio (default 2)")
     parser.add_argument("--compiled", action="store_true", help="also f5lite with per-block compile (slow start)")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="F5-TTS at its defaults (32 steps) against f5lite's paths; writes f5tts_sampling_defaults_cpu.*",
+    )
     parser.add_argument("--out-dir", type=Path, help="write f5tts_sampling_cpu.{json,md} here")
     parser.add_argument("--f5lite-only", action="store_true", help=argparse.SUPPRESS)  # the script's own test
     parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # the script's own test
@@ -105,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
-        config = next(c for c in configurations(compiled=True) if c.name == args.worker)
+        config = next(c for c in configurations(compiled=True) + defaults_configurations() if c.name == args.worker)
         shape = Shape(args.batch, args.ref_seconds, args.seconds, args.tiny)
         print(json.dumps(run_worker(config, shape, args.reps, args.threads, args.save)))
         return 0
@@ -115,8 +141,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("F5-TTS is not importable (No module named 'f5_tts'); see the module docstring")
         f5tts_version = importlib.metadata.version("f5-tts")
     batches = [int(b) for b in args.batches.split(",")]
-    configs = configurations(f5tts=not args.f5lite_only, compiled=args.compiled)
+    if args.defaults:
+        configs = defaults_configurations(f5tts=not args.f5lite_only)
+    else:
+        configs = configurations(f5tts=not args.f5lite_only, compiled=args.compiled)
     times: dict[int, dict[str, list[float]]] = {b: {c.name: [] for c in configs} for b in batches}
+    first: dict[int, dict[str, list[float]]] = {b: {c.name: [] for c in configs} for b in batches}
     rss: dict[int, dict[str, float]] = {b: {} for b in batches}
     with tempfile.TemporaryDirectory() as tmp:
         # Every (batch, configuration) in its own process, the order reversed every other round.
@@ -128,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             batch, config = which[run.config]
             record = run.result or {}
             times[batch][config.name] += record["times"]
+            first[batch][config.name].append(record["first_call_s"])
             rss[batch][config.name] = max(rss[batch].get(config.name, 0.0), record["peak_rss_gb"])
             print(f"round {run.round + 1} batch {batch} {config.name}: {record['times']}", flush=True)
 
@@ -136,11 +167,19 @@ def main(argv: list[str] | None = None) -> int:
         except sbs.ChildFailedError as err:
             print(f"{err.run.stderr[-3000:]}compare_f5tts_sampling.py: {err}", file=sys.stderr)
             return 1
-        diffs = {b: output_differences(Path(tmp), b, configs) for b in batches}
-    result = summarize(times, rss, diffs, args, f5tts_version)
+        if args.defaults:
+            diffs = {b: differences_to_reference(Path(tmp), b, configs, args) for b in batches}
+        else:
+            diffs = {b: output_differences(Path(tmp), b, configs) for b in batches}
+    if args.defaults:
+        result = summarize_defaults(times, first, rss, diffs, args, f5tts_version)
+        text, stem = markdown_defaults(result), "f5tts_sampling_defaults_cpu"
+    else:
+        result, stem = summarize(times, rss, diffs, args, f5tts_version), "f5tts_sampling_cpu"
+        text = markdown(result)
     print(json.dumps(result, indent=1))
     if args.out_dir:
-        sbs.write_results(args.out_dir / "f5tts_sampling_cpu.json", result, markdown(result))
+        sbs.write_results(args.out_dir / f"{stem}.json", result, text)
     return 0
 
 
@@ -210,10 +249,10 @@ def model_kwargs(tiny: bool) -> dict[str, Any]:
 
 
 def sampler_options(steps: int, zero: bool) -> SamplerOptions:
-    """f5lite's settings matching F5-TTS's run of `steps` EPSS steps, with CFG-Zero* when `zero`."""
+    """f5lite's settings matching F5-TTS's run of `steps` steps (EPSS where it has a table), CFG-Zero* when `zero`."""
     return SamplerOptions(
         steps=steps,
-        schedule="epss" if steps >= 5 else "uniform",
+        schedule="auto" if steps >= 5 else "uniform",
         cfg_strength=CFG_STRENGTH,
         sway=SWAY,
         cfg_zero_init_steps=1 if zero else 0,
@@ -259,20 +298,29 @@ def sampler(config: Config, shape: Shape) -> Callable[[int], torch.Tensor]:
 
 
 def run_worker(config: Config, shape: Shape, reps: int, threads: int, save: Path | None) -> dict[str, Any]:
-    """In this process: warm up, time `reps` calls of `config`; optionally save the last output."""
+    """In this process: warm up, time `reps` calls of `config`; optionally save the last output.
+
+    The warm-up call's time is kept as `first_call_s`: for a compiled model it is the full call plus compilation.
+    """
     torch.set_num_threads(threads)
     run = sampler(config, shape)
     # Compiled models compile at their first call of each shape: warm up with the full call then.
-    run(STEPS if config.compiled else 1)
+    start = time.perf_counter()
+    run(config.steps if config.compiled else 1)
+    first = time.perf_counter() - start
     times, out = [], None
     for _ in range(reps):
         start = time.perf_counter()
-        out = run(STEPS)
+        out = run(config.steps)
         times.append(time.perf_counter() - start)
     if save is not None and out is not None:
         torch.save(out, save)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"times": [round(t, 4) for t in times], "peak_rss_gb": round(peak_kb / 1e6, 3)}
+    return {
+        "times": [round(t, 4) for t in times],
+        "first_call_s": round(first, 4),
+        "peak_rss_gb": round(peak_kb / 1e6, 3),
+    }
 
 
 def output_differences(tmp: Path, batch: int, configs: list[Config]) -> dict[str, float]:
@@ -396,6 +444,93 @@ def markdown(result: dict[str, Any]) -> str:
             stat = "mean" if precision.endswith(" mean") else "max"
             label = precision.removesuffix(" mean")
             lines.append(f"- {stat} |f5lite - F5-TTS|, 7 EPSS, {label}: {diff:.2g}")
+    return "\n".join(lines) + "\n"
+
+
+def differences_to_reference(
+    tmp: Path, batch: int, configs: list[Config], args: argparse.Namespace
+) -> dict[str, dict[str, float]]:
+    """Max and mean |path - f5lite 32 steps fp32| over the generated frames (the reference frames are the reference)."""
+    n_ref = round(args.ref_seconds * FRAMES_PER_SECOND)
+    reference = torch.load(tmp / f"{batch}-{REFERENCE.name}.pt", weights_only=True)[:, n_ref:]
+    out = {}
+    for config in configs:
+        mel = torch.load(tmp / f"{batch}-{config.name}.pt", weights_only=True)[:, n_ref:]
+        diff = (mel - reference).abs()
+        out[config.name] = {"max": float(diff.max()), "mean": float(diff.mean())}
+    return out
+
+
+def summarize_defaults(
+    times: dict[int, dict[str, list[float]]],
+    first: dict[int, dict[str, list[float]]],
+    rss: dict[int, dict[str, float]],
+    diffs: dict[int, dict[str, dict[str, float]]],
+    args: argparse.Namespace,
+    f5tts_version: str | None,
+) -> dict[str, Any]:
+    """The `--defaults` result: medians, ratios to F5-TTS at its defaults, RTF, compile cost, mel differences."""
+    per_batch = {}
+    base_name = Config("F5-TTS", "fp32", steps=DEFAULT_STEPS).name
+    for batch, by_name in times.items():
+        medians = {name: statistics.median(ts) for name, ts in by_name.items()}
+        base = medians.get(base_name)
+        generated = batch * args.seconds  # the longest; a padded batch generates less, so this RTF is a lower bound
+        first_median = {name: statistics.median(ts) for name, ts in first[batch].items() if ts}
+        per_batch[str(batch)] = {
+            "median_s": {k: round(v, 3) for k, v in medians.items()},
+            "ratio_to_f5tts_defaults": {k: round(v / base, 3) for k, v in medians.items()} if base else {},
+            "rtf": {k: round(v / generated, 4) for k, v in medians.items()},
+            "first_call_s": {k: round(v, 3) for k, v in first_median.items()},
+            "mel_diff_to_f5lite_32_fp32": diffs[batch],
+            "peak_rss_gb": rss[batch],
+            "runs_s": by_name,
+        }
+    header = sbs.run_header()
+    header["versions"]["f5-tts"] = f5tts_version
+    return {
+        **header,
+        "threads": args.threads,
+        "rounds": args.rounds,
+        "reps_per_process": args.reps,
+        "seconds": {"reference": args.ref_seconds, "generated_longest": args.seconds},
+        "model": "TINY_DIT (test only)" if args.tiny else "MID_DIT",
+        "settings": "cfg 2, sway -1; 32 steps: uniform grid; 7 EPSS: F5-TTS's EPSS table; CFG-Zero*: 1 zero-init "
+        "step + optimized scale",
+        "batches": per_batch,
+    }
+
+
+def markdown_defaults(result: dict[str, Any]) -> str:
+    """The `--defaults` result as Markdown: one table per batch size."""
+    lines = [
+        "# Sampling: f5lite's paths against F5-TTS at its defaults, same weights",
+        "",
+        f"{sbs.describe(result)}; {result['threads']} threads; {result['model']}; {result['settings']}; "
+        f"{result['seconds']['reference']} s reference + up to {result['seconds']['generated_longest']} s "
+        f"generated; every configuration in its own process, {result['rounds']} interleaved rounds x "
+        f"{result['reps_per_process']} timed call(s), medians. First call: the warm-up (1 step eager; the full "
+        "call with compilation when compiled). Mel difference: over the generated frames, against f5lite's own "
+        "32-step fp32 output (log-mel units).",
+    ]
+    for batch, data in result["batches"].items():
+        lines += [
+            "",
+            f"## Batch {batch}",
+            "",
+            "| configuration | seconds | vs F5-TTS at its defaults | RTF | first call s | max / mean mel diff to "
+            "f5lite 32 fp32 | peak RSS GB |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for name, seconds in data["median_s"].items():
+            ratio = data["ratio_to_f5tts_defaults"].get(name)
+            shown = "" if ratio is None else f"{ratio:.2f}x"
+            diff = data["mel_diff_to_f5lite_32_fp32"].get(name, {})
+            diff_text = f"{diff['max']:.3g} / {diff['mean']:.3g}" if diff else ""
+            lines.append(
+                f"| {name} | {seconds:.3f} | {shown} | {data['rtf'][name]:.3f} | "
+                f"{data['first_call_s'].get(name, 0):.2f} | {diff_text} | {data['peak_rss_gb'].get(name, 0):.2f} |"
+            )
     return "\n".join(lines) + "\n"
 
 

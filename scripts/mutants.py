@@ -65,6 +65,9 @@ EXPORT = (
 )
 
 DURATION = "tests/test_duration_plumbing.py"
+SAMPLER = "tests/test_data_sampler.py"
+AUTO = "f5lite/infer/auto.py"
+AUTO_TESTS = "tests/test_infer_auto.py"
 
 MUTANTS = (
     Mutant(
@@ -252,6 +255,73 @@ MUTANTS = (
         "        if excluded:\n            cuts = cuts.filter(lambda cut: cut.id not in excluded)",
         "        if False:\n            cuts = cuts.filter(lambda cut: cut.id not in excluded)",
         ("tests/test_data_sampler.py::test_a_resume_on_another_number_of_ranks_sees_each_utterance_once",),
+    ),
+    Mutant(
+        "W1",
+        "the sampler's window packed in stream order, not sorted by length",
+        "f5lite/data/sampler.py",
+        "        ranked = sorted(range(len(cuts)), key=frames.__getitem__)",
+        "        ranked = list(range(len(cuts)))",
+        (f"{SAMPLER}::test_little_padding_and_fuller_batches_than_a_sort_of_the_whole_set",),
+    ),
+    Mutant(
+        "W2",
+        "a batch takes one utterance past the frame budget",
+        "f5lite/data/sampler.py",
+        "while pool and len(batch) < self._max_samples and spent + costs[-1] <= self._budget:",
+        "while pool and len(batch) < self._max_samples and spent <= self._budget:",
+        (f"{SAMPLER}::test_no_batch_exceeds_the_budget_and_every_utterance_appears_once",),
+    ),
+    Mutant(
+        "W3",
+        "a window's rounds yielded in length order, not shuffled",
+        "f5lite/data/sampler.py",
+        "            order.shuffle(rounds)\n",
+        "",
+        (f"{SAMPLER}::test_batches_come_in_no_length_order",),
+    ),
+    Mutant(
+        "W4",
+        "a window's part-filled last round yielded instead of packed again with the next window",
+        "f5lite/data/sampler.py",
+        "            if not last and (len(rounds[-1]) < world_size or len(rounds[-1][-1]) < self._max_samples):",
+        "            if False:",
+        (f"{SAMPLER}::test_a_window_leaves_no_part_filled_batch_behind",),
+    ),
+    Mutant(
+        "W5",
+        "topping up a batch ignores data.fill_efficiency (any shorter utterance that fits)",
+        "f5lite/data/sampler.py",
+        "                if i < 0 or real + lengths[i] < self._fill * (len(batch) + 1) * top:",
+        "                if i < 0:",
+        (f"{SAMPLER}::test_little_padding_and_fuller_batches_than_a_sort_of_the_whole_set",),
+    ),
+    Mutant(
+        "W6",
+        "a resume on another number of ranks leaves out only rank 0's earlier utterances",
+        "f5lite/data/sampler.py",
+        "                used.update(cut.id for batch in round_ for cut in batch)",
+        "                used.update(cut.id for cut in round_[0])",
+        (f"{SAMPLER}::test_a_resume_on_another_number_of_ranks_sees_each_utterance_once",),
+    ),
+    Mutant(
+        "W7",
+        "the epoch's cut shuffle unseeded (ranks and replays would disagree)",
+        "f5lite/data/sampler.py",
+        '        return random.Random(f"f5lite.data.sampler {purpose} seed={self._seed} epoch={self._epoch}")',
+        "        return random.Random()",
+        (
+            f"{SAMPLER}::test_batches_are_deterministic_in_seed_and_epoch_and_change_between_epochs",
+            f"{SAMPLER}::test_a_resume_on_the_same_ranks_continues_exactly",
+        ),
+    ),
+    Mutant(
+        "W8",
+        "a batch's utterances left in packing order (longest first)",
+        "f5lite/data/sampler.py",
+        "                    order.shuffle(batch)\n",
+        "                    pass\n",
+        (f"{SAMPLER}::test_a_batch_s_utterances_come_in_no_length_order",),
     ),
     Mutant(
         "V1",
@@ -455,6 +525,46 @@ MUTANTS = (
         '    ConfigStore.instance().store(name=f"{name}_schema", node=open_structured(schema))\n',
         "",
         ("tests/test_infer_cli.py::test_contract_keys_and_free_text_reach_the_config",),
+    ),
+    Mutant(
+        "AUTO1",
+        "dtype=auto picks bf16 on a CPU without native bf16",
+        AUTO,
+        '        dtype = "bf16" if native else "fp32"',
+        '        dtype = "bf16"',
+        (f"{AUTO_TESTS}::test_bf16_only_where_the_cpu_has_native_bf16",),
+    ),
+    Mutant(
+        "AUTO2",
+        "an explicit dtype is replaced by the automatic choice",
+        AUTO,
+        "    if dtype == DTYPE_AUTO:\n",
+        "    if True:\n",
+        (f"{AUTO_TESTS}::test_an_explicit_dtype_wins",),
+    ),
+    Mutant(
+        "AUTO3",
+        "threads set to the physical cores although OMP_NUM_THREADS is set",
+        AUTO,
+        '        if environ.get("OMP_NUM_THREADS"):',
+        "        if False:",
+        (f"{AUTO_TESTS}::test_threads_physical_cores_unless_omp_num_threads_or_explicit",),
+    ),
+    Mutant(
+        "AUTO4",
+        "compile=auto compiles whatever the number of backbone calls",
+        "f5lite/infer/synthesizer.py",
+        "        if threshold is not None and calls >= threshold:",
+        "        if threshold is not None:",
+        (f"{AUTO_TESTS}::test_compile_auto_compiles_once_a_text_plans_enough_calls",),
+    ),
+    Mutant(
+        "AUTO5",
+        "the chosen dtype is not the one the weights are loaded in",
+        "f5lite/infer/synthesizer.py",
+        "device=target, dtype=path.dtype)",
+        'device=target, dtype="fp32")',
+        (f"{AUTO_TESTS}::test_synthesizer_applies_and_exposes_the_path",),
     ),
     Mutant(
         "control",

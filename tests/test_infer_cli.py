@@ -116,8 +116,10 @@ def test_contract_keys_and_free_text_reach_the_config(files, tmp_path):
     assert cfg.text == text and cfg.model == str(files["export"]) and cfg.sample.seed == 1
     assert (cfg.sample.vocoder, cfg.sample.vocoder_source) == ("vocos", "/some/dir")
     assert (cfg.sample.steps, cfg.sample.cfg_strength, cfg.sample.cfg_zero_init_steps) == (7, 1.5, 1)
-    assert cfg.sample.cfg_zero_star and cfg.device == "cpu" and cfg.dtype == "bf16" and cfg.compile
-    assert not compose_infer_config(base_args(files, tmp_path / "o.wav")).compile
+    assert cfg.sample.cfg_zero_star and cfg.device == "cpu" and cfg.dtype == "bf16" and cfg.compile == "true"
+    default = compose_infer_config(base_args(files, tmp_path / "o.wav"))
+    assert (default.dtype, default.compile, default.threads) == ("auto", "auto", None)  # the machine decides
+    assert compose_infer_config([*base_args(files, tmp_path / "o.wav"), "threads=3"]).threads == 3
 
 
 def test_help_lists_the_contract(capsys):
@@ -172,6 +174,9 @@ BAD_INPUTS = {
     "bad vocoder": (lambda f, t: {"vocoder": "wavenet"}, r"sample\.vocoder='wavenet' is not valid"),
     "text and text file": (lambda f, t: {"text_file": str(t / "t.txt")}, r"exactly one of text=STR and text_file=PATH"),
     "negative cross-fade": (lambda f, t: {"cross_fade": "-0.1"}, r"cross_fade=-0\.1 is not valid"),
+    "bad dtype": (lambda f, t: {"dtype": "fp8"}, r"dtype='fp8' is not valid; choose one of: auto, fp32"),
+    "bad compile": (lambda f, t: {"compile": "sometimes"}, r"compile='sometimes' is not valid"),
+    "zero threads": (lambda f, t: {"threads": "0"}, r"threads=0 is not valid"),
     "output folder missing": (lambda f, t: {"output": str(t / "no" / "o.wav")}, r"directory .* does not exist"),
 }
 

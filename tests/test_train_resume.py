@@ -1,6 +1,6 @@
 """Exact resume: a run stopped and relaunched continues exactly as an uninterrupted run would have.
 
-The runs read an 18-utterance slice of the demo data (5 batches an epoch, two length buckets) with 2 loader workers, which fetch batches
+The runs read an 18-utterance slice of the demo data (5 batches an epoch) with 2 loader workers, which fetch batches
 ahead of the loop, accumulate 2 micro-batches per update (so an update can straddle two epochs) and pass the EMA's
 copy phase, so that a lost sampler position, EMA step or optimizer state changes the numbers. The comparisons are
 bit for bit by design: both runs are on one machine with one kernel set, so nothing may round differently (see
@@ -24,7 +24,7 @@ def small_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def settings(data: Path) -> tuple[str, ...]:
     return (
-        f"data.dir={data}", "data.max_samples=4", "data.num_buckets=2", "data.num_workers=2", "optim.grad_accum=2",
+        f"data.dir={data}", "data.max_samples=4", "data.num_workers=2", "optim.grad_accum=2",
         "model.dropout=0.1",
         f"optim.max_updates={UPDATES}", "logger.every=1",
     )  # fmt: skip

@@ -79,10 +79,16 @@ class DataConfig:
     """Frame budget of one batch on one GPU (38400 frames ~ 410 s of audio at 24 kHz, hop 256)."""
     max_samples: int = 64
     """Most utterances in one batch, whatever the frame budget."""
-    num_buckets: int = 20
-    """Length buckets of the batching (Lhotse's dynamic bucketing): more buckets, less padding."""
+    window: int = 10000
+    """Cuts the batching sorts by length and packs together, read lazily from the shuffled stream (a shuffle buffer
+    of the same size runs ahead, so about twice this many cuts are in memory, never the whole set): larger, less
+    padding. A small one (a couple of batches' worth) gives batches of mixed lengths."""
+    fill_efficiency: float = 0.99
+    """A batch that the frame budget has filled takes a shorter utterance into its leftover budget only while its
+    padding efficiency (real frames / batch size x longest utterance) stays at least this: fewer, fuller batches
+    for a little padding; 1 pads nothing for it."""
     quadratic_duration: float | None = None
-    """Make the budget grow faster than length, as attention's cost does (Lhotse's `quadratic_duration`, in
+    """Make the budget grow faster than length, as attention's cost does (as Lhotse's `quadratic_duration`, in
     seconds: an utterance of this length counts double), so that batches of long clips fit memory; null: linear."""
     num_workers: int = 4
     """DataLoader worker processes."""
@@ -100,7 +106,9 @@ class DataConfig:
         check_choice("data.mel_type", self.mel_type, MEL_KINDS)
         check_at_least("data.frames_per_gpu", self.frames_per_gpu, 1)
         check_at_least("data.max_samples", self.max_samples, 1)
-        check_at_least("data.num_buckets", self.num_buckets, 2)
+        check_at_least("data.window", self.window, 1)
+        if not 0 < self.fill_efficiency <= 1:
+            raise ValueError(f"data.fill_efficiency={self.fill_efficiency!r} is not valid; it must be in (0, 1]")
         if self.quadratic_duration is not None and not self.quadratic_duration > 0:
             raise ValueError(f"data.quadratic_duration={self.quadratic_duration!r} is not valid; it must be > 0")
         check_at_least("data.num_workers", self.num_workers, 0)

@@ -3,7 +3,8 @@
 - `cuts`: the cut as f5lite writes and reads it (`cuts.jsonl.gz`), `make_cut`, `write_cuts`;
 - `sources`: `open_source` recognizes a prepared directory, a Shar directory, a CutSet file, an earlier f5lite
   directory (`manifest.jsonl`) or an F5-TTS one (`raw.arrow`), each read lazily;
-- `sampler`: `CutBatchSampler`, Lhotse's dynamic bucketing under the frame budget, exact and elastic resume;
+- `sampler`: `CutBatchSampler`, frame-budget batches packed from a sorted window of the stream, exact and elastic
+  resume;
 - `dataset` and `collate`: `CutDataset` loads a batch of cuts (mel cache, Shar fields or audio) into a `Batch`;
 - `loader`: `build_train_data`, all of the above from the `data` config section, mixing included;
 - `manifest`, `mel_cache`, `shar`, `f5tts_arrow`: the formats read (and, for the mel cache, written by

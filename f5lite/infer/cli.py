@@ -18,9 +18,11 @@ Keys (configs/infer.yaml, schema f5lite/infer/config.py):
   output        output audio file (default output.wav)
   vocoder       vocos (default) or griffinlim (no weights); vocoder_path: a local Vocos directory or hub id
   seed          noise seed (default: random)
-  device        auto (default), cpu, cuda, cuda:N; dtype: fp32 (default), bf16, fp16
+  device        auto (default), cpu, cuda, cuda:N
+  dtype         auto (default: bf16 where the CPU/GPU has native bf16, else fp32), fp32, bf16, fp16
+  compile       auto (default: when the text plans enough backbone calls), true, false
+  threads       CPU threads (default: the physical cores, unless OMP_NUM_THREADS is set)
   cross_fade    seconds of cross-fade between chunks (default 0.15; 0 allowed)
-  compile       true: compile the model for inference (slow first chunk, faster after; for long texts)
   duration      what sizes the speech: auto (default: the model's duration predictor if it has one, else the
                 byte-ratio rule), rule, or a predictor directory (e.g. runs/duration_small/export)
   seconds       seconds of speech to generate instead of an estimate (the reference excluded)
@@ -29,6 +31,7 @@ Keys (configs/infer.yaml, schema f5lite/infer/config.py):
 
 Values of model, recipe, vocab, ref_audio, ref_text, text, text_file, output, duration and vocoder_path are taken
 verbatim (no Hydra quoting needed for commas or quotes). A bad input prints one line and exits with status 2.
+The path chosen for this machine (dtype, compile, threads) is printed in one line on stderr.
 """
 
 from __future__ import annotations
@@ -103,7 +106,10 @@ def run(cfg: InferConfig) -> Path:
         dtype=cfg.dtype,
         compile=cfg.compile,
         duration=cfg.duration,
+        threads=cfg.threads,
     )
+    sys.stderr.write(synthesizer.path.describe() + "\n")
+    compiled_before = synthesizer.path.compile
     wave, sample_rate = synthesizer.synthesize(
         text,
         str(cfg.ref_audio),
@@ -114,6 +120,8 @@ def run(cfg: InferConfig) -> Path:
         progress=True,
         seconds=cfg.seconds,
     )
+    if synthesizer.path.compile and not compiled_before:  # compile=auto decided to compile for this text
+        sys.stderr.write(synthesizer.path.describe() + "\n")
     save_audio(output, wave, sample_rate)
     return output
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO
 from f5lite.config.checks import check_at_least, check_choice
 from f5lite.config.schema import SampleConfig
+from f5lite.infer.auto import DTYPE_AUTO, check_compile_setting
 from f5lite.models.dtypes import WEIGHT_DTYPES
 
 DURATION_MODES = ("auto", "rule")
@@ -63,11 +64,15 @@ class InferConfig:
     """Seconds of linear cross-fade between chunks of a long text; 0 concatenates."""
     device: str = "auto"
     """`auto` (cuda when available), `cpu`, `cuda` or `cuda:N`."""
-    dtype: str = "fp32"
-    """Dtype of the model weights: `fp32`, `bf16` or `fp16`. The ODE state and the vocoder stay float32."""
-    compile: bool = False
-    """Compile the backbone's blocks for inference (weights frozen into the graph): the first chunk of each new
-    length waits for compilation, later ones run about 1.3x faster on a CPU. Worth it for many or long texts."""
+    dtype: str = DTYPE_AUTO
+    """Dtype of the model weights: `auto` (bf16 where the CPU or GPU computes bf16 natively: AVX-512 BF16, AMX, ARM
+    BF16, a bf16 GPU; else fp32), `fp32`, `bf16` or `fp16`. The ODE state and the vocoder stay float32."""
+    compile: str = "auto"
+    """Compile the backbone's blocks for inference (weights frozen into the graph): `true`, `false`, or `auto`:
+    compile when the text plans at least `f5lite.infer.auto.COMPILE_MIN_CALLS` backbone calls (steps x chunks) and
+    a C++ compiler is there. The first chunk of each new length waits for compilation, later ones run faster."""
+    threads: int | None = None
+    """Torch's intra-op threads on a CPU; unset: the physical cores, unless `OMP_NUM_THREADS` is set."""
     duration: str = "auto"
     """What sizes the speech: `auto` (the model's duration predictor when its export or run has one, else F5-TTS's
     byte-ratio rule), `rule` (always the rule), or a predictor directory (the export of a `duration.train=alone`
@@ -91,7 +96,9 @@ class InferConfig:
         check_at_least("cross_fade", self.cross_fade, 0.0)
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ValueError(f"device={self.device!r} is not valid; use auto, cpu, cuda or cuda:N")
-        check_choice("dtype", self.dtype, WEIGHT_DTYPES)
+        check_choice("dtype", self.dtype, (DTYPE_AUTO, *WEIGHT_DTYPES))
+        self.compile = check_compile_setting(self.compile)
+        check_at_least("threads", self.threads, 1, allow_none=True)
         check_duration_setting(self.duration)
         if self.seconds is not None and not (self.seconds > 0 and math.isfinite(self.seconds)):
             raise ValueError(f"seconds={self.seconds!r} is not valid; give the seconds of speech to generate, > 0")

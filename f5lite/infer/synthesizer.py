@@ -6,10 +6,14 @@ has one, else by bytes: `f5lite.infer.duration`; or a length the caller gives), 
 reference mel, the generated frames (after the reference) are vocoded, and the chunks are joined with a cross-fade. A quiet
 reference is raised to RMS 0.1 first and the output lowered by the same factor. The sampler settings come in one
 `SamplerOptions`, passed whole to `sample`; only `speed` is read here (chunk size and durations).
+
+`from_pretrained` picks the inference path (`f5lite.infer.auto`: bf16 only with native bf16, compile where it pays,
+threads) unless told, logs it in one line and keeps it as `Synthesizer.path`.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from typing import Any
@@ -20,11 +24,13 @@ from tqdm import tqdm
 
 from f5lite.audio import HOP_LENGTH, SAMPLE_RATE, Vocoder, load_audio, load_vocoder, log_mel, normalize_rms, restore_rms
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_SPELLINGS, GriffinLimVocoder
+from f5lite.infer.auto import DTYPE_AUTO, InferPath, apply_threads, choose_path
 from f5lite.infer.chunking import chunk_text, max_chunk_bytes, prepare_ref_text
 from f5lite.infer.crossfade import crossfade
 from f5lite.infer.duration import DurationEstimator, resolve_duration
 from f5lite.infer.loading import load_model, resolve_device
 from f5lite.models import apply_inference_compile
+from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.sampling import SamplerOptions, fixed_duration, sample
 from f5lite.sampling.options import merge_legacy_keywords
 from f5lite.text import TextEncoder
@@ -33,6 +39,8 @@ FRAME_RATE = SAMPLE_RATE / HOP_LENGTH
 """Mel frames per second."""
 DEFAULT_CROSS_FADE = 0.15
 """Seconds of cross-fade between chunks (F5-TTS's default)."""
+
+logger = logging.getLogger(__name__)
 
 
 class Synthesizer:
@@ -44,6 +52,12 @@ class Synthesizer:
         vocoder: turns the model's mels into audio; its `mel_kind` must be the model's mel type.
         mel_type: the model's mel convention, `vocos` or `bigvgan`.
         duration: sizes each chunk's speech; None uses F5-TTS's byte-ratio rule.
+        path: the inference path the backbone was loaded for (`from_pretrained` decides it); None describes the
+            backbone as given (its device and dtype, eager, threads left alone).
+
+    Attributes:
+        path: the inference path in use (`path.describe()` is the line `f5lite-infer` prints); with `compile=auto`
+            it changes to compiled at the first `synthesize` call that plans enough backbone calls.
 
     Raises:
         ValueError: the vocoder expects another mel type than the model's.
@@ -56,6 +70,7 @@ class Synthesizer:
         vocoder: Vocoder,
         mel_type: str = "vocos",
         duration: DurationEstimator | None = None,
+        path: InferPath | None = None,
     ) -> None:
         if vocoder.mel_kind != mel_type:
             raise ValueError(f"the model makes {mel_type!r} mels but the vocoder expects {vocoder.mel_kind!r} mels")
@@ -64,6 +79,7 @@ class Synthesizer:
         self.vocoder = vocoder
         self.mel_type = mel_type
         self.duration = duration or DurationEstimator()
+        self.path = path if path is not None else _given_path(backbone)
 
     @classmethod
     def from_pretrained(
@@ -75,9 +91,10 @@ class Synthesizer:
         recipe: str | None = None,
         vocab: str | os.PathLike[str] | None = None,
         device: str | torch.device = "auto",
-        dtype: str = "fp32",
-        compile: bool = False,
+        dtype: str = DTYPE_AUTO,
+        compile: bool | str = "auto",
         duration: str | os.PathLike[str] = "auto",
+        threads: int | None = None,
     ) -> Synthesizer:
         """Load a model and a vocoder.
 
@@ -90,29 +107,37 @@ class Synthesizer:
             recipe: architecture of a checkpoint file, e.g. `dit_base` (F5-TTS v1 Base), `unett_base` (E2-TTS).
             vocab: `vocab.txt` of a checkpoint file.
             device: `auto`, `cpu`, `cuda` or `cuda:N`.
-            dtype: weights' dtype: `fp32`, `bf16` or `fp16` (the ODE state and the vocoder stay float32).
+            dtype: weights' dtype: `auto` (bf16 where the CPU or GPU computes bf16 natively, else fp32), `fp32`,
+                `bf16` or `fp16` (the ODE state and the vocoder stay float32).
             compile: compile the backbone's blocks for inference (`apply_inference_compile`): the first call of
-                each new length compiles for a while, later calls run faster (about 1.3x on a 2-core CPU).
+                each new length compiles for a while, later calls run faster. `auto` compiles at the first
+                `synthesize` call planning at least `f5lite.infer.auto.COMPILE_MIN_CALLS` backbone calls (steps x
+                chunks), where a C++ compiler is there for inductor; True / False always / never.
             duration: what sizes the speech: `auto` (the model's duration predictor when it has one, else the
                 byte-ratio rule), `rule` (always the rule), or a predictor directory (a `duration.train=alone`
                 run's export).
+            threads: torch's intra-op threads on a CPU (set process-wide); None: the physical cores, unless
+                `OMP_NUM_THREADS` is set.
 
         Returns:
             The synthesizer.
 
         Raises:
             ValueError: see `f5lite.infer.load_model`; an unknown vocoder, or a `vocoder_source` for Griffin-Lim; a
-                predictor directory that is missing or broken.
+                predictor directory that is missing or broken; a bad `dtype`, `compile` or `threads`.
             OSError: the Vocos weights cannot be found or downloaded.
         """
         target = resolve_device(device)
-        loaded = load_model(path_or_dir, recipe=recipe, vocab=vocab, device=target, dtype=dtype)
+        path = choose_path(target, dtype, compile, threads)
+        apply_threads(path)
+        loaded = load_model(path_or_dir, recipe=recipe, vocab=vocab, device=target, dtype=path.dtype)
         estimator = resolve_duration(duration, loaded.duration).to(target)
-        if compile:
+        if path.compile:
             apply_inference_compile(loaded.backbone)
         if not isinstance(vocoder, Vocoder):
             vocoder = _build_vocoder(vocoder, vocoder_source, loaded.mel_type, target)
-        return cls(loaded.backbone, loaded.encoder, vocoder, loaded.mel_type, estimator)
+        logger.info(path.describe())
+        return cls(loaded.backbone, loaded.encoder, vocoder, loaded.mel_type, estimator, path)
 
     def synthesize(
         self,
@@ -169,6 +194,7 @@ class Synthesizer:
         totals = [self.duration.total_frames(ref_frames, ref_text, chunk, options.speed) for chunk in chunks]
         if seconds is not None:
             totals = _share(ref_frames, totals, seconds)
+        self._compile_if_it_pays(len(chunks) * backbone_calls(options))
         waves = []
         for chunk, total in tqdm(
             list(zip(chunks, totals, strict=True)), desc="f5lite", unit="chunk", disable=not progress
@@ -178,6 +204,26 @@ class Synthesizer:
             waves.append(self.vocoder.decode(mel[:, ref_mel.shape[1] :])[0].float().cpu())
         joined = crossfade(waves, int(cross_fade * SAMPLE_RATE))
         return restore_rms(joined, ref_rms), SAMPLE_RATE
+
+    def _compile_if_it_pays(self, calls: int) -> None:
+        """`compile=auto`: compile the backbone once a call plans at least `path.compile_min_calls` backbone calls."""
+        threshold = self.path.compile_min_calls
+        if threshold is not None and calls >= threshold:
+            apply_inference_compile(self.backbone)
+            self.path = self.path.compiled()
+            logger.info("%s (%d backbone calls planned)", self.path.describe(), calls)
+
+
+def backbone_calls(options: SamplerOptions) -> int:
+    """Backbone calls `sample` makes per chunk with `options` (zero-init steps call nothing, midpoint calls twice)."""
+    return (options.steps - options.cfg_zero_init_steps) * (2 if options.method == "midpoint" else 1)
+
+
+def _given_path(backbone: nn.Module) -> InferPath:
+    """The path of a backbone loaded by the caller: its device and dtype, eager, threads left alone."""
+    param = next(backbone.parameters())
+    dtype = next((name for name, value in WEIGHT_DTYPES.items() if value == param.dtype), str(param.dtype))
+    return InferPath(str(param.device), dtype, False, None, None, ("given a loaded backbone",), "")
 
 
 def _share(ref_frames: int, totals: list[int], seconds: float) -> list[int]:
