@@ -62,6 +62,9 @@ def test_console_script_writes_a_wav_of_the_expected_duration(files, first_wav, 
     done = subprocess.run([str(script), *base_args(files, out)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "1/1" in done.stderr  # the progress bar over chunks
+    # The path it chose (dtype, compile, threads, guidance batch), one line, whatever this CPU is.
+    path_lines = [line for line in done.stderr.splitlines() if line.startswith("f5lite: cpu")]
+    assert len(path_lines) == 1 and "weights," in path_lines[0] and "CFG as one batch of 2" in path_lines[0]
     info = sf.info(out)
     assert info.samplerate == 24000 and info.channels == 1
     assert info.frames == expected_samples()
