@@ -14,7 +14,14 @@ adapters, and what is at a path); `f5lite.infer` (`Synthesizer`, `f5lite-infer`)
 from f5lite.audio import load_audio, load_vocoder, log_mel, save_audio
 from f5lite.config import TrainConfig, compose_config
 from f5lite.infer import Synthesizer
-from f5lite.models import apply_ac, apply_compile, apply_inference_compile, build_backbone, load_f5tts_state_dict
+from f5lite.models import (
+    apply_ac,
+    apply_compile,
+    apply_dropout,
+    apply_inference_compile,
+    build_backbone,
+    load_f5tts_state_dict,
+)
 from f5lite.models.cfm import flow_loss
 from f5lite.sampling import SamplerOptions, sample
 from f5lite.storage.pretrained import load_pretrained, save_pretrained
@@ -31,6 +38,7 @@ __all__ = [
     "__version__",
     "apply_ac",
     "apply_compile",
+    "apply_dropout",
     "apply_inference_compile",
     "build_backbone",
     "compose_config",

@@ -155,6 +155,29 @@ def f5tts_batches(durations: Sequence[float], frames: int, max_samples: int) -> 
     return batches + (size > 0)
 
 
+def write_f5lite_mels(clips: Sequence[dict[str, Any]], demo: Path, out: Path) -> Path:
+    """f5lite's training directory of the same clips with a mel cache: `f5lite-prepare --mels`, the demo's vocab.
+
+    Args:
+        clips: `audio_path` and `text` of each clip (the demo's training clips).
+        demo: The demo directory, whose `vocab.txt` is kept (same token ids as the plain run).
+        out: Work directory; the prepared directory is `out / "f5lite_mels"`.
+
+    Returns:
+        The prepared directory.
+    """
+    import subprocess
+
+    out.mkdir(parents=True, exist_ok=True)
+    csv = out / "metadata.csv"
+    csv.write_text("audio_file|text\n" + "".join(f"{c['audio_path']}|{c['text']}\n" for c in clips), encoding="utf-8")
+    prepared = out / "f5lite_mels"
+    command = [sys.executable, "-m", "f5lite.prepare", str(csv), str(prepared), "--mels"]
+    command += ["--vocab", str(demo / "vocab.txt"), "--fixed-vocab"]
+    subprocess.run(command, check=True, capture_output=True)
+    return prepared
+
+
 # -------------------------------------------------------------------------------------------- child processes
 
 
@@ -467,7 +490,9 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Machine: {sbs.describe(result)}.",
         f"Model: DiT `{s['model_name']}` {s['model']} ({s['precision']} precision); data: the demo dataset's "
-        f"{s['clips']} training clips ({s['audio_s']:.0f} s), {s['frames']} frames per batch, at most "
+        f"{s['clips']} training clips ({s['audio_s']:.0f} s)"
+        + (", f5lite reading their mels from its cache (`f5lite-prepare --mels`)" if s.get("f5lite_mels") else "")
+        + f", {s['frames']} frames per batch, at most "
         f"{s['max_samples']} utterances; {s['updates']} updates{epochs}; lr {s['lr']}, warm-up {s['warmup']}; EMA decay {s['ema_decay']}, every {s['ema_update_every']}, "
         f"after {s['ema_update_after']}; a checkpoint every {s['ckpt_every']} updates; {s['workers']} DataLoader "
         f"worker(s). Median of {s['rounds']} interleaved rounds, each run its own process; the steady part starts "
@@ -544,6 +569,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip", type=int, default=3, help="updates before the steady part (default 3)")
     parser.add_argument("--seed", type=int, default=F5TTS_SEED)
     parser.add_argument("--f5lite-extra", action="append", default=[], help="another f5lite override (repeatable)")
+    parser.add_argument(
+        "--f5lite-mels",
+        action="store_true",
+        help="f5lite reads the same clips' mels from a cache (f5lite-prepare --mels) instead of decoding audio",
+    )
     parser.add_argument("--out-dir", type=Path, help="write NAME.json and NAME.md here")
     parser.add_argument("--name", default="f5tts_run_cpu")
     parser.add_argument("--work-dir", type=Path, help="datasets, runs and logs (default a temporary directory)")
@@ -598,7 +628,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "workers": args.workers,
         "seed": args.seed,
         "f5tts_data": str(work / "f5tts_data"),
-        "f5lite_data": str(demo),
+        "f5lite_data": str(write_f5lite_mels(clips, demo, work) if args.f5lite_mels else demo),
+        "f5lite_mels": args.f5lite_mels,
         "f5lite_extra": args.f5lite_extra,
     }
     configs = []

@@ -20,7 +20,8 @@ Each worker times a short warm-up call (1 step, same shapes), then `--reps` full
 is reported, with f5lite / F5-TTS ratios at equal precision and batch, and two targets: 7 EPSS + CFG-Zero* at most
 0.75x F5-TTS's 7 EPSS, and f5lite's fastest setting at most 0.5x F5-TTS's fastest. Outputs of the last round (every
 round's are the same: all is seeded) are compared (f5lite 7 EPSS against F5-TTS 7 EPSS, per precision). Results:
-`OUT_DIR/f5tts_sampling_cpu.{json,md}`, with the machine, the versions and the date.
+`OUT_DIR/f5tts_sampling_DEVICE.{json,md}`, with the machine, the versions and the date. `--device cuda` runs both
+sides on the GPU (`make bench-gpu`), timing each call to the end of its GPU work.
 
     PYTHONPATH=/tmp/f5pkg python scripts/compare_f5tts_sampling.py --rounds 3 --out-dir scripts/results
 """
@@ -99,17 +100,21 @@ def defaults_configurations(*, f5tts: bool = True) -> list[Config]:
     """The `--defaults` suite: F5-TTS at its defaults (32 steps, sway -1, cfg 2, fp32) against f5lite's paths.
 
     f5lite runs the same 32 steps eager and compiled, and its fastest recommended setting (7 EPSS + CFG-Zero*) in
-    fp32, compiled, and with bf16 weights (which pays only on a CPU with native bf16). Every output is compared with
+    fp32, compiled, and with bf16 weights; both again with bf16 weights, eager and compiled (which pays only on a CPU
+    with native bf16, where `f5lite-infer` picks bf16). Every output is compared with
     f5lite's own 32-step fp32 output (`REFERENCE`), so a faster path is never a worse one unseen.
     """
     configs = [Config("F5-TTS", "fp32", steps=DEFAULT_STEPS)] if f5tts else []
     configs += [Config("f5lite", "fp32", steps=DEFAULT_STEPS), Config("f5lite", "fp32", False, True, DEFAULT_STEPS)]
     configs += [Config("f5lite", "fp32", True), Config("f5lite", "fp32", True, True), Config("f5lite", "bf16", True)]
+    # The same steps and the fastest setting on the path f5lite-infer picks where bf16 is native (dtype=auto).
+    configs += [Config("f5lite", "bf16", steps=DEFAULT_STEPS), Config("f5lite", "bf16", False, True, DEFAULT_STEPS)]
+    configs += [Config("f5lite", "bf16", True, True)]
     return configs
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run every configuration in its own process, `--rounds` interleaved rounds; write JSON and Markdown."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (also the workers')."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=1, help="timed calls per process (default 1)")
@@ -121,18 +126,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--defaults",
         action="store_true",
-        help="F5-TTS at its defaults (32 steps) against f5lite's paths; writes f5tts_sampling_defaults_cpu.*",
+        help="F5-TTS at its defaults (32 steps) against f5lite's paths; writes f5tts_sampling_defaults_DEVICE.*",
     )
-    parser.add_argument("--out-dir", type=Path, help="write f5tts_sampling_cpu.{json,md} here")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where both sides sample")
+    parser.add_argument("--out-dir", type=Path, help="write f5tts_sampling_DEVICE.{json,md} here")
     parser.add_argument("--f5lite-only", action="store_true", help=argparse.SUPPRESS)  # the script's own test
     parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # the script's own test
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--save", type=Path, help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every configuration in its own process, `--rounds` interleaved rounds; write JSON and Markdown."""
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device here")
     if args.worker is not None:
         config = next(c for c in configurations(compiled=True) + defaults_configurations() if c.name == args.worker)
-        shape = Shape(args.batch, args.ref_seconds, args.seconds, args.tiny)
+        shape = Shape(args.batch, args.ref_seconds, args.seconds, args.tiny, args.device)
         print(json.dumps(run_worker(config, shape, args.reps, args.threads, args.save)))
         return 0
     f5tts_version = None
@@ -173,9 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             diffs = {b: output_differences(Path(tmp), b, configs) for b in batches}
     if args.defaults:
         result = summarize_defaults(times, first, rss, diffs, args, f5tts_version)
-        text, stem = markdown_defaults(result), "f5tts_sampling_defaults_cpu"
+        text, stem = markdown_defaults(result), f"f5tts_sampling_defaults_{args.device}"
     else:
-        result, stem = summarize(times, rss, diffs, args, f5tts_version), "f5tts_sampling_cpu"
+        result, stem = summarize(times, rss, diffs, args, f5tts_version), f"f5tts_sampling_{args.device}"
         text = markdown(result)
     print(json.dumps(result, indent=1))
     if args.out_dir:
@@ -189,6 +203,7 @@ def child(config: Config, batch: int, args: argparse.Namespace, save: Path | Non
     command += ["--reps", str(args.reps), "--threads", str(args.threads)]
     command += ["--seconds", str(args.seconds), "--ref-seconds", str(args.ref_seconds)]
     command += ["--tiny"] if args.tiny else []
+    command += ["--device", getattr(args, "device", "cpu")]
     command += ["--save", str(save)] if save is not None else []
     return sbs.Config(f"batch {batch}: {config.name}", command)
 
@@ -207,12 +222,13 @@ def spawn(config: Config, batch: int, args: argparse.Namespace, save: Path | Non
 
 @dataclass(frozen=True)
 class Shape:
-    """The inputs of one batch size: reference and generated seconds, and the model size."""
+    """The inputs of one batch size: reference and generated seconds, the model size, and where they go."""
 
     batch: int
     ref_seconds: float
     seconds: float
     tiny: bool = False
+    device: str = "cpu"
 
     def inputs(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Reference mel `[b, n_ref, 100]`, text ids `[b, nt]` padded with -1, total frames `[b]`; seeded."""
@@ -227,7 +243,7 @@ class Shape:
         text = torch.full((self.batch, max(lengths)), -1, dtype=torch.long)
         for i, length in enumerate(lengths):
             text[i, :length] = torch.randint(0, VOCAB, (length,), generator=g)
-        return cond, text, totals
+        return cond.to(self.device), text.to(self.device), totals.to(self.device)
 
 
 def weights(tiny: bool = False) -> dict[str, torch.Tensor]:
@@ -271,7 +287,7 @@ def sampler(config: Config, shape: Shape) -> Callable[[int], torch.Tensor]:
 
         theirs = F5DiT(**model_kwargs(shape.tiny), text_num_embeds=VOCAB, mel_dim=100)
         theirs.load_state_dict(state)
-        cfm = F5CFM(transformer=theirs, mel_spec_kwargs={"n_mel_channels": 100}).to(dtype).eval()
+        cfm = F5CFM(transformer=theirs, mel_spec_kwargs={"n_mel_channels": 100}).to(shape.device, dtype).eval()
         common = {"cfg_strength": CFG_STRENGTH, "sway_sampling_coef": SWAY, "seed": SEED}
         duration = int(totals[0]) if shape.batch == 1 else totals
 
@@ -283,7 +299,7 @@ def sampler(config: Config, shape: Shape) -> Callable[[int], torch.Tensor]:
         return run_f5tts
     model = f5lite.build_backbone("dit", **model_kwargs(shape.tiny), text_num_embeds=VOCAB)
     model.load_state_dict(state)
-    model = model.to(dtype).eval()
+    model = model.to(shape.device, dtype).eval()
     if config.compiled:
         f5lite.apply_inference_compile(model)
     zero = config.zero_star
@@ -303,24 +319,34 @@ def run_worker(config: Config, shape: Shape, reps: int, threads: int, save: Path
     The warm-up call's time is kept as `first_call_s`: for a compiled model it is the full call plus compilation.
     """
     torch.set_num_threads(threads)
+    cuda = shape.device == "cuda"
     run = sampler(config, shape)
+
+    def timed(steps: int) -> tuple[torch.Tensor, float]:
+        start = time.perf_counter()
+        out = run(steps)
+        if cuda:  # the call returns when its GPU work is queued, not done
+            torch.cuda.synchronize()
+        return out, time.perf_counter() - start
+
     # Compiled models compile at their first call of each shape: warm up with the full call then.
-    start = time.perf_counter()
-    run(config.steps if config.compiled else 1)
-    first = time.perf_counter() - start
+    _, first = timed(config.steps if config.compiled else 1)
     times, out = [], None
     for _ in range(reps):
-        start = time.perf_counter()
-        out = run(config.steps)
-        times.append(time.perf_counter() - start)
+        out, seconds = timed(config.steps)
+        times.append(seconds)
     if save is not None and out is not None:
-        torch.save(out, save)
+        torch.save(out.cpu(), save)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {
+    record: dict[str, Any] = {
         "times": [round(t, 4) for t in times],
         "first_call_s": round(first, 4),
         "peak_rss_gb": round(peak_kb / 1e6, 3),
     }
+    if cuda:
+        record["peak_gpu_gb"] = round(torch.cuda.max_memory_allocated() / 1e9, 3)
+        record["gpu"] = torch.cuda.get_device_name()
+    return record
 
 
 def output_differences(tmp: Path, batch: int, configs: list[Config]) -> dict[str, float]:

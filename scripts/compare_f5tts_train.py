@@ -82,11 +82,22 @@ CONFIGS: dict[str, Config] = {
     "f5lite fp32": Config("f5lite", "no"),
     "f5lite bf16": Config("f5lite", "bf16"),
     "f5lite bf16 + compile": Config("f5lite", "bf16", ("perf.compile=true",)),
+    # Ablations: f5lite with one of its step optimizations switched off, to measure what each one brings.
+    "f5lite fp32 (torch dropout)": Config("f5lite", "no", ("perf.dropout=torch",)),
+    "f5lite bf16 (torch dropout)": Config("f5lite", "bf16", ("perf.dropout=torch",)),
     "F5-TTS bf16 + AC": Config("f5tts", "bf16", checkpoint_activations=True),
     "f5lite bf16 + AC every 2nd": Config("f5lite", "bf16", ("perf.ac.mode=full", "perf.ac.every_n=2")),
     "f5lite bf16 + AC": Config("f5lite", "bf16", ("perf.ac.mode=full", "perf.ac.every_n=1")),
 }
-DEFAULT_CONFIGS = ("F5-TTS fp32", "F5-TTS bf16", "f5lite fp32", "f5lite bf16", "f5lite bf16 + compile")
+DEFAULT_CONFIGS = (
+    "F5-TTS fp32",
+    "F5-TTS bf16",
+    "f5lite fp32",
+    "f5lite bf16",
+    "f5lite bf16 + compile",
+    "f5lite fp32 (torch dropout)",
+    "f5lite bf16 (torch dropout)",
+)
 """What runs without `--configs`: the CPU comparison (activation checkpointing only costs time on a CPU)."""
 PAIRS = {
     "fp32": ("f5lite fp32", "F5-TTS fp32"),
@@ -117,6 +128,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--configs", type=_configs, default=list(DEFAULT_CONFIGS), help="comma-separated")
     parser.add_argument("--out-dir", type=Path, default=RESULTS, help="where f5tts_train_DEVICE.json/.md go")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="profile one more step per run; report the top N ops"
+    )
     parser.add_argument("--worker", choices=list(CONFIGS), help=argparse.SUPPRESS)
     # F5-TTS draws its condition dropout from Python's unseeded `random`, f5lite from the step's generator: only
     # without dropout do both sides see the same inputs, which is what comparing their losses needs.
@@ -124,8 +138,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if len(args.mel_lengths) != len(args.text_lengths):
         parser.error("--mel-lengths and --text-lengths need the same number of items")
-    if args.rounds < 1 or args.steps < 1 or args.warmup < 0:
-        parser.error("--rounds and --steps need at least 1, --warmup at least 0")
+    if args.rounds < 1 or args.steps < 1 or args.warmup < 0 or args.profile < 0:
+        parser.error("--rounds and --steps need at least 1, --warmup and --profile at least 0")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device here")
     return args
@@ -291,7 +305,39 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     if device.type == "cuda":
         record["peak_gpu_bytes"] = torch.cuda.max_memory_allocated(device)
         record["gpu"] = torch.cuda.get_device_name(device)
+    if args.profile:
+        record["profile"] = profile_step(step, args.warmup + args.steps, device, args.profile)
     return record
+
+
+COMPILED_GRAPHS = "inductor-generated code (compiled graphs)"
+"""The profile's name for all of torch.compile's graphs together."""
+
+
+def profile_step(step: Callable[[int], float], i: int, device: torch.device, top: int) -> list[dict[str, Any]]:
+    """Where one step's time goes: the `top` operators by self time (device time on a GPU), torch.profiler's view.
+
+    Returns:
+        `[{"op", "ms", "share", "calls"}]`, largest first; `share` is of the step's total self time.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        step(i)
+    attr = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    ops: dict[str, list[float]] = {}  # name -> [microseconds, calls]
+    for row in prof.key_averages():
+        # Each compiled graph has its own hashed name; together they are the compiler's generated code.
+        name = COMPILED_GRAPHS if row.key.startswith("## Call CompiledFxGraph") else row.key
+        us, calls = ops.setdefault(name, [0.0, 0])
+        ops[name] = [us + getattr(row, attr), calls + row.count]
+    total = sum(us for us, _ in ops.values())
+    ranked = sorted(((name, us, calls) for name, (us, calls) in ops.items() if us > 0), key=lambda r: -r[1])
+    return [
+        {"op": name, "ms": round(us / 1e3, 2), "share": round(us / total, 4), "calls": int(calls)}
+        for name, us, calls in ranked[:top]
+    ]
 
 
 def config(label: str, args: argparse.Namespace) -> sbs.Config:
@@ -302,6 +348,7 @@ def config(label: str, args: argparse.Namespace) -> sbs.Config:
     command += ["--mel-lengths", ",".join(map(str, args.mel_lengths))]
     command += ["--text-lengths", ",".join(map(str, args.text_lengths))]
     command += ["--no-drop"] if args.no_drop else []
+    command += ["--profile", str(args.profile)] if args.profile else []
     return sbs.Config(label, command)
 
 
@@ -324,6 +371,8 @@ def summarize(runs: dict[str, list[dict[str, Any]]], frames: int, flops: float |
             "peak_rss_gb": round(statistics.median(r["peak_rss_bytes"] for r in records) / 1e9, 3),
             "runs_step_s": [round(r["step_s"], 4) for r in records],
         }
+        if records and "profile" in records[0]:  # the first round's profile: one step, for where the time goes
+            table[label]["profile"] = records[0]["profile"]
         if all("peak_gpu_bytes" in r for r in records):
             table[label]["peak_gpu_gb"] = round(statistics.median(r["peak_gpu_bytes"] for r in records) / 1e9, 3)
         if flops is not None:
@@ -401,7 +450,32 @@ def markdown(result: dict[str, Any]) -> str:
         for name, r in result["ratios"].items():
             title = "best vs best" if name == "best" else f"equal precision ({name})"
             lines.append(f"| {title} | {r['f5lite']} | {r['f5tts']} | {r['speed']:.2f}x | {r['memory']:.2f}x |")
+    lines += profile_table(result["configs"])
     return "\n".join(lines) + "\n"
+
+
+def profile_table(configs: dict[str, dict[str, Any]]) -> list[str]:
+    """Markdown lines: each profiled configuration's share of step time per operator (empty without `--profile`)."""
+    profiled = {label: {r["op"]: r for r in row["profile"]} for label, row in configs.items() if "profile" in row}
+    if not profiled:
+        return []
+    ops: dict[str, float] = {}
+    for rows in profiled.values():
+        for op, r in rows.items():
+            ops[op] = max(ops.get(op, 0.0), r["share"])
+    lines = [
+        "",
+        "Where one step's time goes (torch.profiler, self time per operator, first round; `-`: not among the top):",
+        "",
+        "| operator | " + " | ".join(profiled) + " |",
+        "| --- |" + " ---: |" * len(profiled),
+    ]
+    for op in sorted(ops, key=ops.__getitem__, reverse=True):
+        cells = [
+            f"{rows[op]['share']:.1%} ({rows[op]['ms']:.0f} ms)" if op in rows else "-" for rows in profiled.values()
+        ]
+        lines.append(f"| `{op[:60]}` | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,6 +68,8 @@ DURATION = "tests/test_duration_plumbing.py"
 SAMPLER = "tests/test_data_sampler.py"
 AUTO = "f5lite/infer/auto.py"
 AUTO_TESTS = "tests/test_infer_auto.py"
+DROP = "f5lite/models/dropout.py"
+DROP_TESTS = "tests/test_models_dropout.py"
 
 MUTANTS = (
     Mutant(
@@ -565,6 +567,54 @@ MUTANTS = (
         "device=target, dtype=path.dtype)",
         'device=target, dtype="fp32")',
         (f"{AUTO_TESTS}::test_synthesizer_applies_and_exposes_the_path",),
+    ),
+    Mutant(
+        "DROP1",
+        "the random words leave their top bit at 0, so one mask in four never drops",
+        DROP,
+        ".random_(-(1 << 63), None)",
+        ".random_()",
+        (f"{DROP_TESTS}::test_every_lane_of_a_random_word_drops_at_rate_p",),
+    ),
+    Mutant(
+        "DROP2",
+        "kept values scaled by 1 / (1 - p) instead of the inverse of the rounded kept fraction",
+        DROP,
+        "return dropped - _LEVELS // 2, _LEVELS / (_LEVELS - dropped)",
+        "return dropped - _LEVELS // 2, 1.0 / (1.0 - p)",
+        (f"{DROP_TESTS}::test_threshold_and_scale_follow_from_p_rounded_to_16_bits",),
+    ),
+    Mutant(
+        "DROP3",
+        "the backward pass lets gradient through dropped elements",
+        DROP,
+        "return torch.where(keep, grad, 0.0).mul_(ctx.scale), None",
+        "return grad * ctx.scale, None",
+        (f"{DROP_TESTS}::test_backward_passes_gradient_only_through_kept_elements",),
+    ),
+    Mutant(
+        "DROP4",
+        "the training setup never applies the configured dropout kernel",
+        SETUP,
+        "    apply_dropout(backbone, resolve_dropout_kernel(cfg.perf.dropout, device, cfg.perf.compile))\n",
+        "",
+        (f"{DROP_TESTS}::test_training_setup_uses_the_configured_kernel",),
+    ),
+    Mutant(
+        "ROPE1",
+        "the rotary sign on the second channel of a pair instead of the first",
+        "f5lite/models/rope.py",
+        "_PAIR_SIGN = (-1.0, 1.0)",
+        "_PAIR_SIGN = (1.0, -1.0)",
+        ("tests/test_models_compat.py",),
+    ),
+    Mutant(
+        "ROPE2",
+        "rotary output in the projections' transposed layout (slower attention kernels)",
+        "f5lite/models/rope.py",
+        "return (swapped * signed_sin + xf * cos).to(x.dtype)",
+        "return (xf * cos + swapped * signed_sin).to(x.dtype)",
+        ("tests/test_models_rope.py::test_output_is_contiguous_heads_for_the_attention_kernel",),
     ),
     Mutant(
         "control",

@@ -4,6 +4,7 @@ where F5-TTS is importable (it is never a dependency)."""
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import sys
@@ -132,3 +133,14 @@ def test_f5lite_half_runs_and_writes_results(cmp, tmp_path, capsys) -> None:
     md = (tmp_path / "run.md").read_text()
     assert "| steady updates/s |" in md and "F5-TTS epoch" not in md and "- per round" in md
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["f5lite"]["updates"] == 2
+
+
+def test_f5lite_mels_are_the_same_clips_with_a_cache(cmp, tmp_path) -> None:
+    demo = Path(demo_dir())
+    clips = cmp.demo_clips(demo)
+    prepared = cmp.write_f5lite_mels(clips, demo, tmp_path)
+    with gzip.open(prepared / "cuts.jsonl.gz", "rt", encoding="utf-8") as f:
+        cuts = [json.loads(line) for line in f]
+    assert sorted(c["recording"]["sources"][0]["source"] for c in cuts) == sorted(c["audio_path"] for c in clips)
+    assert all((prepared / c["custom"]["mel_path"]).is_file() for c in cuts)
+    assert (prepared / "vocab.txt").read_text() == (demo / "vocab.txt").read_text()  # same token ids

@@ -155,3 +155,27 @@ def test_same_first_loss_as_f5tts(script: ModuleType) -> None:
     # epsilon (1.9e-6 relative; the test allowed 1e-4 before), as for the golden losses in test_flow_loss.
     ours, theirs = (torch.tensor(losses[label], dtype=torch.float32) for label in ("f5lite fp32", "F5-TTS fp32"))
     assert_golden(ours, theirs, ulps=16, what="first loss")
+
+
+def test_profile_reports_where_one_step_spends_its_time(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*TINY, "--rounds", "1", "--configs", "f5lite fp32,f5lite fp32 (torch dropout)", "--profile", "5"]
+    assert script.main([*argv, "--out-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
+    bits, plain = (result["configs"][k]["profile"] for k in ("f5lite fp32", "f5lite fp32 (torch dropout)"))
+    for rows in (bits, plain):
+        assert len(rows) == 5 and all(r["ms"] > 0 and r["calls"] > 0 for r in rows)
+        shares = [r["share"] for r in rows]
+        assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
+    md = (tmp_path / "f5tts_train_cpu.md").read_text()
+    assert "Where one step's time goes" in md
+    assert f"| `{bits[0]['op']}` | {bits[0]['share']:.1%}" in md
+
+
+def test_dropout_ablation_switches_only_the_dropout_kernel(script: ModuleType) -> None:
+    ours, ablated = script.CONFIGS["f5lite bf16"], script.CONFIGS["f5lite bf16 (torch dropout)"]
+    assert (ablated.side, ablated.precision) == (ours.side, ours.precision)
+    assert ablated.overrides == (*ours.overrides, "perf.dropout=torch")
+    assert "f5lite fp32 (torch dropout)" in script.DEFAULT_CONFIGS

@@ -184,7 +184,8 @@ def test_lora_with_activation_checkpointing_and_compile(
     real = train_setup.apply_compile
     monkeypatch.setattr(train_setup, "apply_compile", lambda m, **kw: real(m, **{**kw, "backend": "aot_eager"}))
     torch._dynamo.reset()
-    plain = Trainer(compose_config(overrides(data_dir, tmp_path / "a", "finetune.lora.rank=2")))
+    # torch's dropout on both sides: compiled blocks keep it, eager on a CPU would take the cheap-mask kernel.
+    plain = Trainer(compose_config(overrides(data_dir, tmp_path / "a", "finetune.lora.rank=2", "perf.dropout=torch")))
     fast = Trainer(
         compose_config(
             overrides(data_dir, tmp_path / "b", "finetune.lora.rank=2", "perf.ac.mode=full", "perf.compile=true")

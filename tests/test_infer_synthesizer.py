@@ -37,9 +37,10 @@ def files(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def synth(files) -> f5lite.Synthesizer:
-    # Vocos with random weights: a real Vocos decoder, fast, no download.
+    # Vocos with random weights: a real Vocos decoder, fast, no download. fp32 weights on every CPU: `dtype=auto`
+    # would pick bf16 on one with native bf16, and these tests compare outputs at fp32 tolerances.
     vocoder = VocosVocoder.from_config(ASSETS / "vocos" / "config.yaml")
-    return f5lite.Synthesizer.from_pretrained(files["export"], vocoder=vocoder, device="cpu")
+    return f5lite.Synthesizer.from_pretrained(files["export"], vocoder=vocoder, device="cpu", dtype="fp32")
 
 
 def test_compile_option_compiles_the_loaded_backbone(files, monkeypatch):

@@ -44,9 +44,9 @@ def bench_gpu_commands() -> dict[str, list[str]]:
     return commands
 
 
-def test_bench_gpu_runs_the_step_and_the_whole_run_comparisons() -> None:
+def test_bench_gpu_runs_the_step_the_whole_run_and_the_sampling_comparisons() -> None:
     commands = bench_gpu_commands()
-    assert set(commands) == {"compare_f5tts_train", "compare_f5tts_run"}
+    assert set(commands) == {"compare_f5tts_train", "compare_f5tts_run", "compare_f5tts_sampling"}
 
     step = load_script("compare_f5tts_train").parse_args(commands["compare_f5tts_train"])
     assert step.device == "cpu"  # BENCH_GPU_DEVICE reaches it (cuda by default)
@@ -59,6 +59,10 @@ def test_bench_gpu_runs_the_step_and_the_whole_run_comparisons() -> None:
     run = load_script("compare_f5tts_run").parse_args([*commands["compare_f5tts_run"], "--sides", "f5lite"])
     assert (run.model, run.precision, run.frames) == ("base", "bf16", 38_400)
     assert run.name == "f5tts_run_cpu" and run.out_dir == Path("scripts/results")
+
+    sampling = load_script("compare_f5tts_sampling").build_parser().parse_args(commands["compare_f5tts_sampling"])
+    assert sampling.defaults and sampling.device == "cpu" and sampling.batches == "1,8"
+    assert sampling.out_dir == Path("scripts/results")
 
 
 def test_the_base_presets_are_f5tts_v1_base() -> None:

@@ -20,6 +20,7 @@ from f5lite.metrics.items import LANGUAGES, METRIC_KEYS, METRIC_NAMES
 from f5lite.models.ac import AC_MODES
 from f5lite.models.attention import SDPA_BACKENDS
 from f5lite.models.compile import COMPILE_MODES
+from f5lite.models.dropout import DROPOUT_KERNELS
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.sampling.options import SamplerOptions
 from f5lite.text.tokenizers import TOKENIZER_NAMES
@@ -196,12 +197,21 @@ class PerfConfig:
     memory_budget: float = 1.0
     """Compiler activation memory budget in [0, 1]: 1 keeps what the partitioner would save, lower values make the
     compiled backward recompute more to save memory. Values below 1 need `perf.compile=true`."""
+    dropout: str = "auto"
+    """Dropout kernel in training: `bits` (four 16-bit masks from one 64-bit random draw, a fifth of torch's cost
+    on a CPU; p rounded to 1/65536), `torch` (`nn.Dropout`), or `auto` (`bits` on a CPU without compile)."""
 
     def __post_init__(self) -> None:
         check_choice("perf.precision", self.precision, PRECISIONS)
         check_choice("perf.compile_mode", self.compile_mode, COMPILE_MODES)
         check_choice("perf.sdpa_backend", self.sdpa_backend, SDPA_BACKENDS)
         check_range("perf.memory_budget", self.memory_budget, 0.0, 1.0)
+        check_choice("perf.dropout", self.dropout, DROPOUT_KERNELS)
+        if self.dropout == "bits" and self.compile:
+            raise ValueError(
+                "perf.dropout=bits with perf.compile=true: compiled blocks fuse torch's dropout into their kernels, "
+                "which is cheaper; set perf.dropout=auto or torch"
+            )
         if self.compile_dynamic is False:
             raise ValueError(
                 "perf.compile_dynamic=false is not supported: batch sizes and lengths vary, so per-shape graphs would "

@@ -1,7 +1,7 @@
 """Velocity networks (DiT, MMDiT, UNetT), the flow objective (CFM), checkpoint I/O, outside-applied optimizations.
 
 Optimizations are applied in this order, each in place and without changing state-dict keys:
-`apply_ac` (activation checkpointing), then `apply_compile` (per-block `torch.compile`), then data parallelism.
+`apply_dropout` (the dropout kernel), `apply_ac` (activation checkpointing), then `apply_compile` (per-block `torch.compile`), then data parallelism.
 For sampling, `apply_inference_compile` (per-block compile with weight freezing) once the weights are final.
 """
 
@@ -17,6 +17,7 @@ from f5lite.models.cfm import CFM, flow_loss
 from f5lite.models.checkpoint import CheckpointError, load_backbone_weights, load_f5tts_state_dict, to_f5tts_layout
 from f5lite.models.compile import apply_compile, apply_inference_compile
 from f5lite.models.dit import DiT
+from f5lite.models.dropout import DROPOUT_KERNELS, apply_dropout, resolve_dropout_kernel
 from f5lite.models.mmdit import MMDiT
 from f5lite.models.unett import UNetT
 
@@ -25,12 +26,14 @@ __all__ = [
     "BACKBONES",
     "BACKBONE_CLASSES",
     "CFM",
+    "DROPOUT_KERNELS",
     "CheckpointError",
     "DiT",
     "MMDiT",
     "UNetT",
     "apply_ac",
     "apply_compile",
+    "apply_dropout",
     "apply_inference_compile",
     "backbone_kwargs",
     "build_backbone",
@@ -38,5 +41,6 @@ __all__ = [
     "flow_loss",
     "load_backbone_weights",
     "load_f5tts_state_dict",
+    "resolve_dropout_kernel",
     "to_f5tts_layout",
 ]

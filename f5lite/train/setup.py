@@ -5,8 +5,9 @@
 3. `finetune.lora`: adapters injected, everything else frozen (`f5lite.storage.lora`);
 4. move to the device;
 5. the EMA copy, from the plain module (so its keys are the plain state-dict keys);
-6. `perf.ac`: activation checkpointing (`apply_ac`), then 7. `perf.compile`: per-block compile (`apply_compile`);
-8. the optimizer (fused AdamW over the trainable parameters).
+6. `perf.dropout`: the dropout kernel (`apply_dropout`; `auto` is the cheap-mask kernel on a CPU without compile);
+7. `perf.ac`: activation checkpointing (`apply_ac`), then 8. `perf.compile`: per-block compile (`apply_compile`);
+9. the optimizer (fused AdamW over the trainable parameters).
 
 The trainer then wraps the model in the flow objective and hands both to accelerate (DDP/FSDP, mixed precision).
 This order is torchtitan's (checkpointing before compile, both before data parallelism) and lives here only:
@@ -21,7 +22,7 @@ import torch
 from torch import nn
 
 from f5lite.config import TrainConfig
-from f5lite.models import apply_ac, apply_compile, build_backbone_from_config
+from f5lite.models import apply_ac, apply_compile, apply_dropout, build_backbone_from_config, resolve_dropout_kernel
 from f5lite.storage.lora import LoraSettings, add_lora
 from f5lite.storage.sources import TEXT_TABLE
 from f5lite.text import Vocab
@@ -45,7 +46,7 @@ class ModelSetup:
 def build_model(
     cfg: TrainConfig, num_embeds: int, vocab: Vocab | None, device: torch.device, *, with_ema: bool = True
 ) -> ModelSetup:
-    """Steps 1-7 of the order in the module docstring.
+    """Steps 1-8 of the order in the module docstring.
 
     Args:
         cfg: the run's config.
@@ -75,6 +76,7 @@ def build_model(
         if with_ema
         else None
     )
+    apply_dropout(backbone, resolve_dropout_kernel(cfg.perf.dropout, device, cfg.perf.compile))
     apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
     if cfg.perf.compile:
         apply_compile(
@@ -87,7 +89,7 @@ def build_model(
 
 
 def make_optimizer(cfg: TrainConfig, backbone: nn.Module, device: torch.device) -> torch.optim.Optimizer:
-    """Step 8: fused AdamW over the trainable parameters; the learning rate is a device tensor set every update."""
+    """Step 9: fused AdamW over the trainable parameters; the learning rate is a device tensor set every update."""
     return torch.optim.AdamW(
         [p for p in backbone.parameters() if p.requires_grad],
         lr=torch.tensor(cfg.optim.lr, device=device),
