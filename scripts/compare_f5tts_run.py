@@ -522,7 +522,7 @@ def markdown(result: dict[str, Any]) -> str:
         r = result["ratios"]
         lines += [
             "",
-            f"Ratio F5-TTS / f5lite: wall clock **{r['wall_clock']:.2f}x** (target of issue 17: 1.5x); "
+            f"Ratio F5-TTS / f5lite: wall clock **{r['wall_clock']:.2f}x** (goal: 1.3x); "
             f"steady updates/s f5lite / F5-TTS {r['steady_updates_per_s']:.2f}x, frames/s "
             f"{r['steady_frames_per_s']:.2f}x; checkpoint time {r['ckpt_total_s']:.2f}x; peak RSS {r['peak_rss']:.2f}x "
             "(above 1: f5lite better).",
@@ -530,7 +530,13 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "F5-TTS reads audio through `torchaudio.load`, replaced in its process by a soundfile reader (torchcodec is "
-        "not installed); f5lite reads the same Ogg files through soundfile. F5-TTS writes `model_last.pt` "
+        "not installed); f5lite "
+        + (
+            "reads the same clips' mels from its cache. "
+            if s.get("f5lite_mels")
+            else "reads the same Ogg files through soundfile. "
+        )
+        + "F5-TTS writes `model_last.pt` "
         "(`last_per_updates`, no numbered copies) and once more after its last epoch; f5lite writes its checkpoint "
         "and, at the end, its export. Command: `" + result["command"] + "`.",
         "",

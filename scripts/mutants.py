@@ -617,6 +617,14 @@ MUTANTS = (
         ("tests/test_models_rope.py::test_output_is_contiguous_heads_for_the_attention_kernel",),
     ),
     Mutant(
+        "EVP1",
+        "eval_paths scores each path against the recording instead of the 32-step audio",
+        "scripts/eval_paths.py",
+        'replace(row, gt_audio=(audio_dir / f"{row.id}.wav").resolve())',
+        "replace(row, gt_audio=row.gt_audio)",
+        ("tests/test_eval_paths.py::test_reference_testset_points_every_row_at_the_reference_audio",),
+    ),
+    Mutant(
         "control",
         "optimizer state not restored on resume",
         TRAINER,
