@@ -54,10 +54,14 @@ def test_sigterm_to_the_process_group_with_workers_saves_and_resumes_exactly(tmp
     run = tmp_path / "stopped"
     child = subprocess.Popen(train_command(run, data), stderr=subprocess.PIPE, text=True, start_new_session=True)
     wait_for_checkpoint(run, child)
+    # Frozen while the second launch starts (seconds on a loaded machine), so the run cannot finish meanwhile; the
+    # SIGTERM sent while it is stopped arrives when it continues.
+    os.killpg(child.pid, signal.SIGSTOP)
     second = subprocess.run(train_command(run, data), capture_output=True, text=True, timeout=120)
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
     assert f"run_dir {run} is in use by pid {child.pid}" in second.stderr
     os.killpg(child.pid, signal.SIGTERM)  # the main process and both workers
+    os.killpg(child.pid, signal.SIGCONT)
     _, err = child.communicate(timeout=120)
     assert child.returncode == 143, err[-2000:]
     assert "DataLoader worker" not in err and "Traceback" not in err
