@@ -85,7 +85,7 @@ def speech_track(path: str | Path, model: torch.jit.ScriptModule, block_seconds:
     """
     try:
         info = sf.info(str(path))
-    except (sf.LibsndfileError, RuntimeError) as err:
+    except sf.SoundFileError as err:
         raise ValueError(f"{path}: not readable as audio ({err})") from None
     rate, channels = int(info.samplerate), int(info.channels)
     frames = max(1, round(block_seconds * rate))
@@ -111,7 +111,7 @@ def speech_track(path: str | Path, model: torch.jit.ScriptModule, block_seconds:
                 carry = carry[whole:]
                 if last:
                     break
-    except (sf.LibsndfileError, RuntimeError) as err:
+    except sf.SoundFileError as err:  # a file that breaks off, or is corrupt, past its header
         raise ValueError(f"{path}: unreadable audio ({err})") from None
     return SpeechTrack(
         probs=np.asarray(probs, dtype=np.float32),
