@@ -657,6 +657,22 @@ MUTANTS = (
         ("tests/test_transcribe_slicing.py::test_long_speech_is_cut_at_its_quietest_window",),
     ),
     Mutant(
+        "FLT1",
+        "a clip read far slower than its file's median is kept (only too fast is caught)",
+        "f5lite/transcribe/filters.py",
+        "not median / settings.rate_factor <= clip.rate <= median * settings.rate_factor",
+        "not clip.rate <= median * settings.rate_factor",
+        ("tests/test_transcribe_filters.py::test_a_rate_far_from_the_files_median_marks_a_wrong_transcript",),
+    ),
+    Mutant(
+        "FLT2",
+        "duplicates found only when case and spacing match too",
+        "f5lite/transcribe/filters.py",
+        'key = " ".join(clip.text.lower().split())',
+        "key = clip.text",
+        ("tests/test_transcribe_filters.py::test_repeated_text_keeps_the_first_only",),
+    ),
+    Mutant(
         "control",
         "optimizer state not restored on resume",
         TRAINER,
