@@ -174,7 +174,9 @@ def write_f5lite_mels(clips: Sequence[dict[str, Any]], demo: Path, out: Path) ->
     prepared = out / "f5lite_mels"
     command = [sys.executable, "-m", "f5lite.prepare", str(csv), str(prepared), "--mels"]
     command += ["--vocab", str(demo / "vocab.txt"), "--fixed-vocab"]
-    subprocess.run(command, check=True, capture_output=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"compare_f5tts_run.py: f5lite-prepare --mels failed: {done.stderr.strip()[-500:]}")
     return prepared
 
 

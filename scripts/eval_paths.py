@@ -49,19 +49,18 @@ SHOWN = ("wer", "sim", "mos", "mel_l1", "mcd", "f0_rmse")
 """The summary means shown per path (as `f5lite-eval` names them)."""
 
 
-def run_eval(overrides: Sequence[str]) -> dict[str, Any]:
-    """`f5lite-eval` with `overrides` in its own process; its `summary.json`.
+def run_eval(overrides: Sequence[str], output: Path) -> dict[str, Any]:
+    """`f5lite-eval` with `overrides` into `output`, in its own process; its `summary.json`.
 
     Raises:
         SystemExit: it failed (its last lines are printed).
     """
-    command = [sys.executable, "-m", "f5lite.eval.cli", *overrides]
+    command = [sys.executable, "-m", "f5lite.eval.cli", *overrides, f"output={output}"]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         sys.stderr.write(done.stderr[-3000:])
-        raise SystemExit(f"eval_paths.py: f5lite-eval failed ({done.returncode}): {' '.join(overrides)}")
-    output = next(o.split("=", 1)[1] for o in overrides if o.startswith("output="))
-    summary: dict[str, Any] = json.loads((Path(output) / "summary.json").read_text(encoding="utf-8"))
+        raise SystemExit(f"eval_paths.py: f5lite-eval failed ({done.returncode}): {' '.join(command[3:])}")
+    summary: dict[str, Any] = json.loads((output / "summary.json").read_text(encoding="utf-8"))
     return summary
 
 
@@ -112,16 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths: dict[str, dict[str, Any]] = {}
     for key in keys:
         label, overrides = PATHS[key]
-        summary = run_eval([*common, *overrides, f"output={args.out / key}"])
+        summary = run_eval([*common, *overrides], args.out / key)
         paths[key] = {"label": label, "overrides": overrides, "means": summary["means"]}
         print(f"{label}: {json.dumps(summary['means'])}", flush=True)
     against = testset_against(args.testset, args.out / REFERENCE / "audio", args.out / "testset_vs_32_fp32.txt")
     for key in keys[1:]:
         scored = args.out / f"{key}_vs_32_fp32"
         shutil.rmtree(scored, ignore_errors=True)  # a fresh scoring: the reference audio may have changed
-        summary = run_eval(
-            [f"audio_dir={args.out / key / 'audio'}", f"testset={against}", "metrics=[mel]", f"output={scored}"]
-        )
+        summary = run_eval([f"audio_dir={args.out / key / 'audio'}", f"testset={against}", "metrics=[mel]"], scored)
         paths[key]["mel_l1_to_reference"] = summary["means"].get("mel_l1")
     result = {
         **sbs.run_header(),

@@ -49,7 +49,7 @@ def test_paths_are_scored_and_compared_with_the_32_step_output(script, tmp_path,
     # The comparison really is with the 32-step audio: that audio scored against itself is 0 apart.
     against = script.testset_against(testset, out / "32_fp32" / "audio", tmp_path / "self.lst")
     own = script.run_eval(
-        [f"audio_dir={out / '32_fp32' / 'audio'}", f"testset={against}", "metrics=[mel]", f"output={tmp_path / 's'}"]
+        [f"audio_dir={out / '32_fp32' / 'audio'}", f"testset={against}", "metrics=[mel]"], tmp_path / "s"
     )
     assert own["means"]["mel_l1"] == 0
 
@@ -78,3 +78,9 @@ def test_bad_arguments_stop_with_one_line(script, tmp_path, capsys) -> None:
         with pytest.raises(SystemExit):
             script.main([*base, "--testset", str(testset), "--paths", paths])
         assert "starting with 32_fp32" in capsys.readouterr().err
+
+
+def test_a_failing_eval_stops_with_its_message(script, tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit, match="eval_paths.py: f5lite-eval failed"):
+        script.run_eval([f"model={tmp_path / 'missing'}", "testset=nope.lst"], tmp_path / "out")
+    assert capsys.readouterr().err.strip()  # f5lite-eval's own one-line reason is passed on

@@ -7,6 +7,7 @@ import dataclasses
 import math
 
 import pytest
+import torch
 
 import f5lite
 import f5lite.sampling
@@ -86,3 +87,26 @@ def test_legacy_keywords_fold_into_options_with_the_new_spelling():
         merge_legacy_keywords(None, {"speed": 2.0}, "f", accepted=("steps",))
     with pytest.raises(TypeError, match="options must be a SamplerOptions or None, got dict"):
         merge_legacy_keywords({"steps": 2}, {}, "f")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"steps": 5},
+        {"steps": 7, "cfg_zero_init_steps": 1, "cfg_zero_star": True},
+        {"steps": 3, "method": "midpoint"},
+        {"steps": 4, "cfg_strength": 0.0},
+    ],
+)
+def test_backbone_calls_is_what_sample_calls(settings: dict) -> None:
+    # The count that `compile=auto` plans with must be the count `sample` makes.
+    import f5lite
+
+    torch.manual_seed(0)
+    backbone = f5lite.build_backbone("dit", dim=16, depth=1, heads=2, dim_head=8, text_dim=8, conv_layers=0,
+                                     text_num_embeds=10, mel_dim=4).eval()  # fmt: skip
+    calls = []
+    backbone.register_forward_hook(lambda *_: calls.append(1))
+    options = SamplerOptions(schedule="uniform", **settings)
+    f5lite.sample(backbone, torch.zeros(1, 3, 4), torch.zeros(1, 2, dtype=torch.long), 8, options, seed=0)
+    assert len(calls) == options.backbone_calls

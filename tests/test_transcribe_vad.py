@@ -89,6 +89,16 @@ def test_an_unreadable_file_is_one_clear_error(model, tmp_path) -> None:
         speech_track(bad, model)
 
 
+def test_a_file_that_breaks_off_is_one_clear_error(model, recording, tmp_path) -> None:
+    # A valid header, then half the data: the error comes while reading blocks, not at opening.
+    path, _ = recording
+    data = path.read_bytes()
+    cut = tmp_path / "cut.flac"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="cut.flac: unreadable audio"):
+        speech_track(cut, model, block_seconds=1.0)
+
+
 def test_loading_the_model_leaves_torch_threads_as_they_were() -> None:
     # silero_vad's import sets torch's threads to 1 for the whole process; a fresh process sees that import.
     code = (

@@ -194,7 +194,7 @@ class Synthesizer:
         totals = [self.duration.total_frames(ref_frames, ref_text, chunk, options.speed) for chunk in chunks]
         if seconds is not None:
             totals = _share(ref_frames, totals, seconds)
-        self._compile_if_it_pays(len(chunks) * backbone_calls(options))
+        self._compile_if_it_pays(len(chunks) * options.backbone_calls)
         waves = []
         for chunk, total in tqdm(
             list(zip(chunks, totals, strict=True)), desc="f5lite", unit="chunk", disable=not progress
@@ -212,11 +212,6 @@ class Synthesizer:
             apply_inference_compile(self.backbone)
             self.path = self.path.compiled()
             logger.info("%s (%d backbone calls planned)", self.path.describe(), calls)
-
-
-def backbone_calls(options: SamplerOptions) -> int:
-    """Backbone calls `sample` makes per chunk with `options` (zero-init steps call nothing, midpoint calls twice)."""
-    return (options.steps - options.cfg_zero_init_steps) * (2 if options.method == "midpoint" else 1)
 
 
 def _given_path(backbone: nn.Module) -> InferPath:

@@ -39,10 +39,6 @@ class RotaryEmbedding(nn.Module):
         return angles.cos(), angles.sin()
 
 
-_PAIR_SIGN = (-1.0, 1.0)
-"""The sign of `sin` for the first and the second channel of a pair."""
-
-
 def apply_rope(x: torch.Tensor, rope: Rope) -> torch.Tensor:
     """Rotate `x [b, h, n, dh]` by position, computing in float32 and returning `x`'s dtype.
 
@@ -52,9 +48,10 @@ def apply_rope(x: torch.Tensor, rope: Rope) -> torch.Tensor:
     """
     cos, sin = rope
     xf = x.float()
-    signed_sin = (sin.unflatten(-1, (-1, 2)) * sin.new_tensor(_PAIR_SIGN)).flatten(-2)
+    sin_pairs = sin.unflatten(-1, (-1, 2))
+    signed_sin = torch.stack((-sin_pairs[..., 0], sin_pairs[..., 1]), dim=-1).flatten(-2)
     pairs = xf.unflatten(-1, (-1, 2))
     swapped = torch.cat((pairs[..., 1:], pairs[..., :1]), dim=-1).flatten(-2)
-    # The contiguous operand first: the sum takes its layout, and attention kernels run faster on contiguous
-    # `[b, h, n, dh]` queries and keys than on the transposed view the projections give (IEEE addition commutes).
+    # The contiguous operand first: the sum takes its layout, so queries and keys reach attention as contiguous
+    # `[b, h, n, dh]` tensors, as F5-TTS's do (IEEE addition commutes: the values are the same).
     return (swapped * signed_sin + xf * cos).to(x.dtype)

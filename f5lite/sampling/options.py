@@ -64,6 +64,11 @@ class SamplerOptions:
         if not self.speed > 0:
             raise ValueError(f"speed={self.speed!r} is not valid; it must be > 0")
 
+    @property
+    def backbone_calls(self) -> int:
+        """Backbone calls of one `sample`: zero-init steps call nothing, midpoint calls twice, CFG's passes batch."""
+        return (self.steps - self.cfg_zero_init_steps) * (2 if self.method == "midpoint" else 1)
+
 
 OPTION_NAMES = tuple(f.name for f in fields(SamplerOptions))
 """The sampler settings, in declaration order (the `sample.*` keys of the configs that are not per call)."""
