@@ -55,6 +55,7 @@ class Mutant:
 
 
 TRAINER = "f5lite/train/trainer.py"
+TRANSCRIBE_WS = "f5lite/transcribe/workspace.py"
 SETUP = "f5lite/train/setup.py"
 RESUME = ("tests/test_train_resume.py",)
 SKIP = ("tests/test_train_loop.py::test_non_finite_update_is_skipped_by_optimizer_schedule_and_ema",)
@@ -644,8 +645,8 @@ MUTANTS = (
         "TR3",
         "a clip's margin reaches past the middle of the pause into the next clip",
         "f5lite/transcribe/slicing.py",
-        "max(0.0, first * window - min(settings.margin, before)),",
-        "max(0.0, first * window - settings.margin),",
+        "max(0.0, first * window - min(settings.margin + ONSET_LEAD, before)),",
+        "max(0.0, first * window - settings.margin - ONSET_LEAD),",
         ("tests/test_transcribe_slicing.py::test_margins_never_reach_past_the_middle_of_a_pause",),
     ),
     Mutant(
@@ -671,6 +672,70 @@ MUTANTS = (
         'key = " ".join(clip.text.lower().split())',
         "key = clip.text",
         ("tests/test_transcribe_filters.py::test_repeated_text_keeps_the_first_only",),
+    ),
+    Mutant(
+        "PSX1",
+        "PocketSphinx's front end adapts from clip to clip: a transcript depends on the clips decoded before it",
+        "f5lite/metrics/asr.py",
+        "        self._decoder.reinit_feat()\n",
+        "",
+        ("tests/test_transcribe_recognise.py::test_pocketsphinx_hears_each_clip_as_if_it_were_the_first",),
+    ),
+    Mutant(
+        "TRW1",
+        "OUT inside IN is accepted (only OUT == IN refused)",
+        TRANSCRIBE_WS,
+        "    if out == in_dir or in_dir in out.parents:",
+        "    if out == in_dir:",
+        ("tests/test_transcribe_workspace.py::test_out_inside_in_is_refused_before_anything_is_written",),
+    ),
+    Mutant(
+        "TRW2",
+        "any file inside a finished source's clip folder is accepted as ours",
+        TRANSCRIBE_WS,
+        "if not (str(rel) in leftovers or (str(rel) in published and _CLIP_FILE.fullmatch(name))):",
+        "if not (str(rel) in leftovers or str(rel) in published):",
+        ("tests/test_transcribe_workspace.py::test_a_foreign_file_among_the_clips_is_refused",),
+    ),
+    Mutant(
+        "TRW3",
+        "the clip folder of a source interrupted between rename and record is not cleared",
+        TRANSCRIBE_WS,
+        "        shutil.rmtree(out / clip_dir, ignore_errors=True)\n",
+        "        pass\n",
+        ("tests/test_transcribe_workspace.py::test_an_interrupted_source_is_redone_and_finished_ones_are_not_touched",),
+    ),
+    Mutant(
+        "TRW4",
+        "a re-run with other settings mixes clips cut two ways",
+        TRANSCRIBE_WS,
+        "    changed = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))",
+        "    changed: list[str] = []",
+        ("tests/test_transcribe_workspace.py::test_other_settings_are_refused_naming_them",),
+    ),
+    Mutant(
+        "TRW5",
+        "finished sources are transcribed again",
+        TRANSCRIBE_WS,
+        "if keys[path] not in done]",
+        "]",
+        ("tests/test_transcribe_run.py::test_a_second_run_skips_finished_files_and_retries_failed_ones",),
+    ),
+    Mutant(
+        "TRS1",
+        "a clip the filters leave out stays on disk (f5lite-prepare would read it)",
+        "f5lite/transcribe/source.py",
+        '            (job.staging / f"{name}.wav").unlink()',
+        "            pass",
+        ("tests/test_transcribe_workspace.py::test_clips_the_filters_leave_out_are_listed_and_not_written",),
+    ),
+    Mutant(
+        "TRC1",
+        "f5lite-transcribe exits 0 when no clip was kept",
+        "f5lite/transcribe/cli.py",
+        'return EXIT_OK if result.report["totals"]["clips_kept"] else EXIT_NOTHING_KEPT',
+        "return EXIT_OK",
+        ("tests/test_transcribe_cli.py::test_exit_codes_and_one_line_errors",),
     ),
     Mutant(
         "CALLS1",

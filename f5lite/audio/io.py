@@ -17,6 +17,9 @@ from torch import Tensor
 
 from f5lite.audio.constants import SAMPLE_RATE
 
+AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".ogg", ".opus", ".mp3", ".aif", ".aiff", ".au", ".caf", ".w64"})
+"""Audio file suffixes (lower case) that the dataset tools pick up from a folder; libsndfile reads all of them."""
+
 
 class AudioError(ValueError):
     """An audio file is missing, unreadable, empty, or cannot be written."""

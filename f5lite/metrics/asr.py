@@ -6,12 +6,19 @@
 - "faster-whisper:<dir or size>": Whisper through CTranslate2 (`large-v3` as in F5-TTS); `pip install faster-whisper`.
 - "paraformer:<dir or name>": Paraformer-zh through FunASR (F5-TTS's Chinese ASR); `pip install funasr`.
 
-Every recogniser takes `[samples]` audio at any rate (resampled to 16 kHz) and returns the raw transcript.
+Every recogniser takes `[samples]` audio at any rate (resampled to 16 kHz) and returns the raw transcript
+(`transcribe`), or, for a batch of clips, each transcript with a confidence in [0, 1] where the backend gives one
+(`hear`): PocketSphinx's mean word posterior, Whisper's length-normalised sequence probability, faster-whisper's
+mean token probability; Paraformer through FunASR gives none. Whisper through transformers decodes a batch in one
+`generate` call; the others decode clip by clip.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
@@ -26,6 +33,19 @@ _WHISPER_MAX_SECONDS = 30
 _BEAM_SIZE = 5  # F5-TTS's faster-whisper setting
 
 
+@dataclass(frozen=True)
+class Heard:
+    """What a recogniser heard in one clip.
+
+    Attributes:
+        text: the raw transcript.
+        confidence: in [0, 1], or None where the backend gives none.
+    """
+
+    text: str
+    confidence: float | None = None
+
+
 class Recognizer(Protocol):
     """A speech recogniser."""
 
@@ -33,23 +53,50 @@ class Recognizer(Protocol):
         """The text spoken in `audio` `[samples]` (any rate)."""
         ...
 
+    def hear(self, clips: Sequence[Tensor], sample_rate: int) -> list[Heard]:
+        """What is spoken in each clip `[samples]` (all at `sample_rate`), with a confidence where there is one."""
+        ...
 
-class PocketsphinxRecognizer:
+
+class _ClipByClip:
+    """`transcribe` and a `hear` that decodes one clip at a time, for backends without batched decoding."""
+
+    def hear_one(self, audio: Tensor, sample_rate: int) -> Heard:
+        raise NotImplementedError
+
+    def transcribe(self, audio: Tensor, sample_rate: int) -> str:
+        """The text spoken in `audio` `[samples]` (any rate)."""
+        return self.hear_one(audio, sample_rate).text
+
+    def hear(self, clips: Sequence[Tensor], sample_rate: int) -> list[Heard]:
+        """What is spoken in each clip `[samples]` (all at `sample_rate`), with the backend's confidence."""
+        return [self.hear_one(clip, sample_rate) for clip in clips]
+
+
+class PocketsphinxRecognizer(_ClipByClip):
     """PocketSphinx with the US English acoustic model, language model and dictionary shipped in its wheel."""
 
     def __init__(self) -> None:
         pocketsphinx = require("pocketsphinx", EVAL_EXTRA, "asr backend 'pocketsphinx'")
         self._decoder = pocketsphinx.Decoder(samprate=ASR_RATE, loglevel="FATAL")
 
-    def transcribe(self, audio: Tensor, sample_rate: int) -> str:
-        """The text spoken in `audio` `[samples]` (any rate), lowercase words."""
+    def hear_one(self, audio: Tensor, sample_rate: int) -> Heard:
+        """Lowercase words of `audio` `[samples]` (any rate); confidence: the mean posterior of its words."""
         wave = resample(audio, sample_rate, ASR_RATE)
         pcm = (wave.clamp(-1.0, 1.0) * 32767).round().to(torch.int16).numpy().tobytes()
+        # The feature front end adapts from clip to clip (cepstral mean, noise estimate): reset, a clip's transcript
+        # is its own, whatever was decoded before it, as from a new decoder (and costs nothing measurable).
+        self._decoder.reinit_feat()
         self._decoder.start_utt()
         self._decoder.process_raw(pcm, full_utt=True)
         self._decoder.end_utt()
         hypothesis = self._decoder.hyp()
-        return hypothesis.hypstr if hypothesis is not None else ""
+        if hypothesis is None:
+            return Heard("", None)
+        # Word posteriors of the best path; silences and fillers (<s>, <sil>, [noise], ...) are not words.
+        posteriors = [seg.prob for seg in self._decoder.seg() if not seg.word.startswith(("<", "[", "+"))]
+        confidence = sum(posteriors) / len(posteriors) if posteriors else None
+        return Heard(hypothesis.hypstr, confidence)
 
 
 class WhisperRecognizer:
@@ -67,24 +114,42 @@ class WhisperRecognizer:
         if getattr(self._model.generation_config, "is_multilingual", False):
             self._options.update(language=language, task="transcribe")
 
-    @torch.no_grad()
     def transcribe(self, audio: Tensor, sample_rate: int) -> str:
         """The text spoken in `audio` `[samples]` (any rate, at most 30 s).
 
         Raises:
             ValueError: the clip is longer than 30 s.
         """
-        wave = resample(audio, sample_rate, ASR_RATE)
-        if wave.numel() > _WHISPER_MAX_SECONDS * ASR_RATE:
-            seconds = wave.numel() / ASR_RATE
-            raise ValueError(f"whisper scores clips up to {_WHISPER_MAX_SECONDS} s, got {seconds:.1f} s")
-        features = self._processor(wave.numpy(), sampling_rate=ASR_RATE, return_tensors="pt").input_features
+        return self.hear([audio], sample_rate)[0].text
+
+    @torch.no_grad()
+    def hear(self, clips: Sequence[Tensor], sample_rate: int) -> list[Heard]:
+        """Each clip `[samples]` (at most 30 s) decoded in one batch; confidence: the sequence's probability.
+
+        Raises:
+            ValueError: a clip is longer than 30 s.
+        """
+        if not clips:
+            return []
+        waves = [resample(clip, sample_rate, ASR_RATE) for clip in clips]
+        for wave in waves:
+            if wave.numel() > _WHISPER_MAX_SECONDS * ASR_RATE:
+                seconds = wave.numel() / ASR_RATE
+                raise ValueError(f"whisper scores clips up to {_WHISPER_MAX_SECONDS} s, got {seconds:.1f} s")
+        inputs = [wave.numpy() for wave in waves]
+        features = self._processor(inputs, sampling_rate=ASR_RATE, return_tensors="pt").input_features
         features = features.to(self._model.device, self._model.dtype)
-        ids = self._model.generate(features, **self._options)
-        return str(self._processor.batch_decode(ids, skip_special_tokens=True)[0]).strip()
+        out = self._model.generate(features, return_dict_in_generate=True, output_scores=True, **self._options)
+        texts = self._processor.batch_decode(out.sequences, skip_special_tokens=True)
+        # Beam search gives each sequence's length-normalised log probability: its exp is a per-token probability.
+        scores = getattr(out, "sequences_scores", None)
+        confidences: list[float | None] = (
+            [math.exp(float(score)) for score in scores] if scores is not None else [None] * len(texts)
+        )
+        return [Heard(str(text).strip(), conf) for text, conf in zip(texts, confidences, strict=True)]
 
 
-class FasterWhisperRecognizer:
+class FasterWhisperRecognizer(_ClipByClip):
     """Whisper through faster-whisper (CTranslate2): a converted model directory or a size such as "large-v3"."""
 
     def __init__(self, source: str, language: str, device: str) -> None:
@@ -96,25 +161,31 @@ class FasterWhisperRecognizer:
         )
         self._language = language
 
-    def transcribe(self, audio: Tensor, sample_rate: int) -> str:
-        """The text spoken in `audio` `[samples]` (any rate)."""
+    def hear_one(self, audio: Tensor, sample_rate: int) -> Heard:
+        """The text of `audio` `[samples]` (any rate); confidence: exp of the segments' mean token log-prob."""
         wave = resample(audio, sample_rate, ASR_RATE).numpy()
-        segments, _ = self._model.transcribe(wave, language=self._language, beam_size=_BEAM_SIZE)
-        return " ".join(segment.text.strip() for segment in segments)
+        segments = list(self._model.transcribe(wave, language=self._language, beam_size=_BEAM_SIZE)[0])
+        text = " ".join(segment.text.strip() for segment in segments)
+        if not segments:
+            return Heard(text, None)
+        # Weighted by each segment's length, so a short trailing segment does not count as much as a long one.
+        weights = [max(segment.end - segment.start, 1e-3) for segment in segments]
+        mean = sum(w * segment.avg_logprob for w, segment in zip(weights, segments, strict=True)) / sum(weights)
+        return Heard(text, math.exp(mean))
 
 
-class ParaformerRecognizer:
+class ParaformerRecognizer(_ClipByClip):
     """Paraformer through FunASR: a model directory, or a FunASR model name such as "paraformer-zh"."""
 
     def __init__(self, source: str, device: str) -> None:
         funasr = require("funasr", "pip install funasr", "asr backend 'paraformer'")
         self._model = funasr.AutoModel(model=source, device=device, disable_update=True, disable_pbar=True)
 
-    def transcribe(self, audio: Tensor, sample_rate: int) -> str:
-        """The text spoken in `audio` `[samples]` (any rate)."""
+    def hear_one(self, audio: Tensor, sample_rate: int) -> Heard:
+        """The text of `audio` `[samples]` (any rate); FunASR gives no confidence."""
         wave = resample(audio, sample_rate, ASR_RATE).numpy()
         results = self._model.generate(input=wave)
-        return str(results[0]["text"]) if results else ""
+        return Heard(str(results[0]["text"]) if results else "", None)
 
 
 @functools.cache

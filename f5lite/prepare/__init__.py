@@ -5,13 +5,13 @@
 - `cli.py`: the `f5lite-prepare` / `python -m f5lite.prepare` command line, its summary and exit codes;
 - `layouts.py`: the input layouts read (F5-TTS `metadata.csv`, LJSpeech, a folder of audio with transcripts);
 - `checks.py`: the per-utterance checks and their `Limits`; `skips.py`: the reason codes of skipped items;
-- `vocab_builder.py`: the vocab built from the data, or a pretrained vocab extended without moving any id;
 - `ownership.py`: which files in OUT_DIR an earlier run wrote, the only ones a run replaces or removes;
 - `shar.py`: `--shar`, the kept cuts as Lhotse Shar shards with their audio and mels;
 - `workers.py`: the per-file work spread over processes.
 
 The formats written here and read by training (the cuts of `cuts.jsonl.gz`, the mel cache) live in `f5lite.data`;
-this package imports them, and `f5lite.data` never imports this package.
+this package imports them, and `f5lite.data` never imports this package. The vocab built from the data, or a
+pretrained vocab extended without moving any id, is `f5lite.text.vocab_builder` (`f5lite-transcribe` uses it too).
 """
 
 from f5lite.prepare.checks import Limits

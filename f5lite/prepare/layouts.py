@@ -25,14 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from f5lite.audio.io import AUDIO_EXTENSIONS
 from f5lite.prepare.skips import Skip
 
 Layout = Literal["f5tts_csv", "ljspeech", "folder", "lhotse_cuts"]
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 """The accepted input layouts."""
-
-AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".ogg", ".opus", ".mp3", ".aif", ".aiff", ".au", ".caf", ".w64"})
-"""Audio file suffixes (lower case) the folder layout picks up; libsndfile reads all of them."""
 
 TRANSCRIPT_EXTENSIONS = (".txt", ".lab")
 """Transcript suffixes of the folder layout, in order of preference."""

@@ -53,10 +53,10 @@ from f5lite.prepare.ownership import (
 from f5lite.prepare.shar import DEFAULT_SHARD_SIZE, SharItem, check_shar_target, write_shar
 from f5lite.prepare.skips import SKIP_REASONS, Skip
 from f5lite.prepare.val_split import ValSplit, relocate, split_validation, testset_rows
-from f5lite.prepare.vocab_builder import VocabResult, build_vocab
 from f5lite.prepare.workers import map_in_workers
 from f5lite.text import TOKENIZER_NAMES, TextEncoder, Tokenizer, Vocab, get_tokenizer, load_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+from f5lite.text.vocab_builder import VocabResult, build_vocab
 
 
 @dataclass(frozen=True)

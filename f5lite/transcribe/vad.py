@@ -13,6 +13,7 @@ Silero VAD (the `silero-vad` package, MIT) ships its TorchScript model inside it
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +66,11 @@ def load_vad_model() -> torch.jit.ScriptModule:
         raise ImportError(f"f5lite-transcribe needs Silero VAD: pip install 'f5lite[transcribe]' ({err})") from None
     finally:
         torch.set_num_threads(threads)
-    model: torch.jit.ScriptModule = load_silero_vad()
+    with warnings.catch_warnings():
+        # Silero's loader uses torch.jit.load and importlib.resources.path, both deprecated: warnings about its code.
+        warnings.filterwarnings("ignore", message=".*torch.jit.load.*", category=FutureWarning)
+        warnings.filterwarnings("ignore", message="path is deprecated", category=DeprecationWarning)
+        model: torch.jit.ScriptModule = load_silero_vad()
     return model
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from f5lite.text import SPACE, Vocab
+from f5lite.text.vocab import SPACE, Vocab
 
 
 @dataclass(frozen=True)
