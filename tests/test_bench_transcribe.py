@@ -16,6 +16,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_transcribe.
 pytest.importorskip("silero_vad")
 
 
+@pytest.mark.slow  # half a minute of audio through the whole tool (about 15 s); `make test-slow`
 def test_the_benchmark_times_the_vad_and_each_configuration(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--minutes", "0.5", "--workers", "1", "--out-dir", str(tmp_path), "--name", "t"],

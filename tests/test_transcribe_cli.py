@@ -33,6 +33,8 @@ def cli(*args: str | Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As a terminal starts it: a suite run in the background inherits SIGINT ignored, which Python keeps.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
