@@ -18,7 +18,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,eval,transcribe]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,eval,transcribe,serve]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	$(BIN)/pip install --quiet --no-deps 'resemblyzer==0.1.4' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	touch $(STAMP)
 

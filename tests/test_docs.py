@@ -18,7 +18,8 @@ Every other command is LONG (training, the demo, the test suite, a server) and i
   compose into a valid `TrainConfig` (what a launch checks before anything else);
 - `<f5lite console script> ARGS`: the script is declared in `pyproject.toml` and its function imports;
 - `mkdocs ...` (also as `.venv/bin/mkdocs`): `mkdocs.yml` exists and the `docs` extra installs mkdocs;
-- `pip install ...`: every extra it names (`'.[zh,eval]'`) is declared in `pyproject.toml`.
+- `pip install ...`: every extra it names (`'.[zh,eval]'`) is declared in `pyproject.toml`;
+- `curl ... URL ...` (a call to `f5lite-serve`): the URL's path is a route of `f5lite/serve/app.py`.
 
 A command that fits none of these fails the test: a new kind of command needs a rule here first.
 """
@@ -271,6 +272,12 @@ def check_long(words: list[str]) -> None:
             for named in re.findall(r"\[([^\]]+)\]", word):
                 for extra in named.split(","):
                     assert extra in extras(), f"pip install names the extra {extra!r}, which pyproject.toml lacks"
+    elif head == "curl":
+        (url,) = [word for word in words[1:] if word.startswith("http")]
+        path = "/" + url.split("://", 1)[1].partition("/")[2]
+        routes = re.findall(r'@app\.(?:get|post|delete)\("([^"]+)"\)', (ROOT / "f5lite/serve/app.py").read_text())
+        routes += re.findall(r"^_SPEECH = \"([^\"]+)\"", (ROOT / "f5lite/serve/app.py").read_text(), re.MULTILINE)
+        assert path in routes, f"curl {url}: f5lite-serve has no route {path}"
     else:
         pytest.fail(f"no rule for the README command {' '.join(words)!r}: add one to tests/test_docs.py")
 

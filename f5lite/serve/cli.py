@@ -1,0 +1,132 @@
+"""`f5lite-serve MODEL [options]` and `python -m f5lite.serve`: load a model and its voices, then serve the API.
+
+MODEL is what `f5lite-infer model=` takes (an export directory, or an F5-TTS checkpoint with `--recipe` and
+`--vocab`). The server binds to 127.0.0.1 unless `--host` says otherwise, and asks for a key when `--api-key` (or
+the `F5LITE_API_KEY` environment variable) gives one. The model and every voice are loaded before the port opens:
+a bad model, voice or option ends the command with one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from f5lite.infer.auto import DTYPE_AUTO
+from f5lite.sampling import SamplerOptions
+from f5lite.serve.settings import ServeSettings
+
+EXIT_USAGE = 2
+"""Exit status: a bad command line, model, voice or option."""
+API_KEY_ENV = "F5LITE_API_KEY"
+"""The environment variable that holds the API key when `--api-key` is not given."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    d, o = ServeSettings(model_id="-"), SamplerOptions()
+    parser = argparse.ArgumentParser(
+        prog="f5lite-serve",
+        description="Serve a model behind OpenAI's speech API (POST /v1/audio/speech), with voices from a folder.",
+    )
+    add = parser.add_argument
+    add("model", help="an f5lite export directory, or an F5-TTS checkpoint file (with --recipe and --vocab)")
+    add("--voices", type=Path, help="folder of reference clips NAME.wav with transcripts NAME.txt")
+    add("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
+    add("--port", type=int, default=8000, help="port (default: %(default)s)")
+    add("--api-key", help=f"require 'Authorization: Bearer KEY' (default: ${API_KEY_ENV}, else no key)")
+    add("--model-id", help="the model's name in /v1/models (default: the model's folder or file name)")
+    add("--voice-upload", action="store_true", help="allow adding and deleting voices over HTTP")
+    add("--max-upload-mb", type=float, default=d.max_upload_bytes / 2**20, help="largest voice upload")
+    add("--max-voice-seconds", type=float, default=d.max_voice_seconds, help="longest reference clip")
+    add("--queue-size", type=int, default=d.queue_size, help="speech requests at once; more get 429")
+    add("--max-batch", type=int, default=d.max_batch, help="most pieces per sampler call")
+    add("--max-batch-frames", type=int, default=d.max_batch_frames, help="most mel frames per sampler call")
+    add("--batch-wait-ms", type=float, default=d.batch_wait * 1000, help="how long a batch waits for more")
+    add("--steps", type=int, default=o.steps, help="sampler steps (default: %(default)s)")
+    add("--method", default=o.method, help="ODE solver (default: %(default)s)")
+    add("--schedule", default=o.schedule, help="time grid: auto, uniform or epss (default: %(default)s)")
+    add("--sway", type=float, default=o.sway, help="sway sampling coefficient (default: %(default)s)")
+    add("--cfg-strength", type=float, default=o.cfg_strength, help="guidance strength (default: %(default)s)")
+    add("--cfg-zero-init-steps", type=int, default=o.cfg_zero_init_steps, help="CFG-Zero* zero-init steps")
+    add("--cfg-zero-star", action="store_true", help="CFG-Zero* optimized scale")
+    add("--recipe", help="architecture of a checkpoint file, e.g. dit_base")
+    add("--vocab", help="vocab.txt of a checkpoint file")
+    add("--vocoder", default="vocos", help="vocos (default) or griffin_lim")
+    add("--vocoder-path", help="local Vocos directory (default: charactr/vocos-mel-24khz)")
+    add("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    add("--dtype", default=DTYPE_AUTO, help="auto, fp32, bf16 or fp16")
+    add("--compile", default="auto", help="auto, true or false")
+    add("--threads", type=int, help="CPU threads (default: the physical cores)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `f5lite-serve` with a command line.
+
+    Args:
+        argv: the arguments (default: `sys.argv[1:]`).
+
+    Returns:
+        The exit status: 0 after a clean shutdown, 2 for a bad command line, model, voice or option.
+    """
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="f5lite-serve: %(message)s")
+    try:
+        import uvicorn
+
+        from f5lite.infer.synthesizer import Synthesizer
+        from f5lite.serve.app import create_app
+        from f5lite.serve.engine import Engine
+        from f5lite.serve.voices import VoiceStore
+    except ImportError as err:
+        sys.stderr.write(f"f5lite-serve: error: pip install 'f5lite[serve]' ({err})\n")
+        return EXIT_USAGE
+    try:
+        settings = ServeSettings(
+            model_id=args.model_id or Path(args.model).name,
+            options=SamplerOptions(
+                steps=args.steps,
+                method=args.method,
+                schedule=args.schedule,
+                sway=args.sway,
+                cfg_strength=args.cfg_strength,
+                cfg_zero_init_steps=args.cfg_zero_init_steps,
+                cfg_zero_star=args.cfg_zero_star,
+            ),
+            api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
+            voice_upload=args.voice_upload,
+            max_upload_bytes=int(args.max_upload_mb * 2**20),
+            max_voice_seconds=args.max_voice_seconds,
+            queue_size=args.queue_size,
+            max_batch=args.max_batch,
+            max_batch_frames=args.max_batch_frames,
+            batch_wait=args.batch_wait_ms / 1000,
+        )
+        compile_: bool | str = {"true": True, "false": False}.get(args.compile, args.compile)
+        synthesizer = Synthesizer.from_pretrained(
+            args.model,
+            args.vocoder,
+            vocoder_source=args.vocoder_path,
+            recipe=args.recipe,
+            vocab=args.vocab,
+            device=args.device,
+            dtype=args.dtype,
+            compile=compile_,
+            threads=args.threads,
+        )
+        voices = VoiceStore(args.voices, synthesizer.mel_type, settings.max_voice_seconds)
+    except (ValueError, OSError, ImportError) as err:
+        sys.stderr.write(f"f5lite-serve: error: {err}\n")
+        return EXIT_USAGE
+    engine = Engine(synthesizer, settings.max_batch, settings.max_batch_frames, settings.batch_wait)
+    logging.getLogger(__name__).info(
+        "%d voice(s); serving %s on http://%s:%d", len(voices.names()), settings.model_id, args.host, args.port
+    )
+    try:
+        uvicorn.run(create_app(engine, voices, settings), host=args.host, port=args.port, log_level="warning")
+    finally:
+        engine.stop()
+    return 0

@@ -1,0 +1,52 @@
+"""What a server allows and how it batches (`f5lite-serve`'s options besides the model's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from f5lite.sampling import SamplerOptions
+
+MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+"""OpenAI's model names, accepted for the served model: clients and front ends send them by default."""
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """The server's limits and defaults."""
+
+    model_id: str
+    """The served model's name (`GET /v1/models`; requests may also name it by one of `MODEL_ALIASES`)."""
+    options: SamplerOptions = field(default_factory=SamplerOptions)
+    """Sampler settings of every request (a request's `speed` replaces `options.speed`)."""
+    api_key: str | None = None
+    """Bearer key every `/v1` request must carry; None: no key."""
+    voice_upload: bool = False
+    """Allow adding and deleting voices over HTTP."""
+    max_upload_bytes: int = 10 * 1024 * 1024
+    """Largest voice upload."""
+    max_voice_seconds: float = 15.0
+    """Longest reference clip (the model's window must leave room to speak)."""
+    max_input_chars: int = 4096
+    """Longest `input` (OpenAI's limit)."""
+    queue_size: int = 32
+    """Speech requests admitted at once; more are answered 429 with Retry-After."""
+    max_batch: int = 8
+    """Most pieces per sampler call."""
+    max_batch_frames: int = 8192
+    """Most mel frames (summed, references included) per sampler call."""
+    batch_wait: float = 0.05
+    """Seconds the first piece of a batch waits for others."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_upload_bytes", "max_input_chars", "queue_size", "max_batch", "max_batch_frames"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} is not valid; it must be >= 1")
+        for name in ("max_voice_seconds", "batch_wait"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name}={getattr(self, name)} is not valid; it must be >= 0")
+        if self.api_key is not None and not self.api_key.strip():
+            raise ValueError("api_key is empty; give a key, or none to serve without one")
+
+    def knows_model(self, name: str) -> bool:
+        """Whether a request's `model` names the served model."""
+        return name == self.model_id or name in MODEL_ALIASES
