@@ -4,6 +4,7 @@ optimizations switched from the config, signals, export and the command line."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import signal
 import subprocess
 import sys
@@ -244,3 +245,17 @@ def test_exports_replace_only_earlier_exports(tmp_path: Path, capsys: pytest.Cap
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2 and all("non-empty directory that is not an export" in e for e in errors)
     assert [p.name for p in busy.iterdir()] == ["notes.txt"] and not list(tmp_path.glob(".*tmp*"))
+
+
+def test_every_logging_window_is_a_line_of_train_jsonl_and_a_resume_appends(tmp_path: Path) -> None:
+    record = Record()
+    recording(make(tmp_path, "optim.max_updates=6", "ckpt.every=6"), record).fit()  # logger.every=2
+    path = tmp_path / "run" / "logs" / "train.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [row["update"] for row in rows] == [2, 4, 6]
+    for row in rows:
+        assert row["loss"] > 0 and row["lr"] > 0 and row["frames_per_s"] > 0 and row["skipped_updates"] == 0
+    for row, window in zip(rows, (record.losses[0:2], record.losses[2:4], record.losses[4:6]), strict=True):
+        assert row["loss"] == pytest.approx(sum(window) / 2, rel=1e-5)  # the window's mean loss
+    make(tmp_path, "optim.max_updates=8", "ckpt.every=6").fit()
+    assert [json.loads(line)["update"] for line in path.read_text().splitlines()] == [2, 4, 6, 8]

@@ -325,7 +325,8 @@ class LoggerConfig:
 
     backend: str = "none"
     """`none` (progress bar only), `tensorboard` (files in `RUN_DIR/logs`; needs the `tensorboard` extra) or
-    `wandb` (offline, into `RUN_DIR/logs`, when no API key is configured)."""
+    `wandb` (offline, into `RUN_DIR/logs`, when no API key is configured). Every backend also appends the scalars to
+    `RUN_DIR/logs/train.jsonl`."""
     project: str = "f5lite"
     """Project name at the logging backend."""
     every: int = 100

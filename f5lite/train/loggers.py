@@ -1,4 +1,9 @@
-"""Metric loggers behind one small interface: `none`, `tensorboard`, `wandb`.
+"""Metric loggers behind one small interface: `none`, `tensorboard`, `wandb`; and `RUN_DIR/logs/train.jsonl`.
+
+Whatever the backend, the scalars also go to `train.jsonl`, one JSON line per logging window (`{"update": N,
+"loss": ..., "lr": ..., ...}`), flushed as written: a file any tool can read while the run goes on (a plot, the
+studio's live curve) without TensorBoard or wandb. A resumed run appends; lines of updates redone after a crash
+repeat an update number, and the last line of an update is the one that counts.
 
 wandb runs offline (files under `RUN_DIR/logs`) when no API key is configured, so a run never blocks on a login.
 Only rank 0 logs.
@@ -6,6 +11,8 @@ Only rank 0 logs.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -95,13 +102,52 @@ class WandbLogger(MetricLogger):
         self.run.finish()
 
 
+TRAIN_LOG = "train.jsonl"
+"""The scalars' file in `RUN_DIR/logs`."""
+
+
+class JsonlLogger(MetricLogger):
+    """Appends each window's scalars to `train.jsonl`, then hands everything to the backend.
+
+    Args:
+        backend: the configured logger.
+        path: the file (its folder is created).
+    """
+
+    def __init__(self, backend: MetricLogger, path: Path) -> None:
+        self.backend = backend
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime, closed by close()
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        """Write one line (non-finite values as null: JSON has no NaN), then log to the backend."""
+        row = {"update": step, **{k: v if math.isfinite(v) else None for k, v in metrics.items()}}
+        self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+        self.backend.log(metrics, step)
+
+    def log_sample(
+        self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int, tag: str = "sample"
+    ) -> None:
+        """Samples go to the backend only."""
+        self.backend.log_sample(mel, audio, sample_rate, step, tag)
+
+    def close(self) -> None:
+        """Close the file and the backend."""
+        self._file.close()
+        self.backend.close()
+
+
 def make_logger(backend: str, log_dir: Path, project: str, name: str, config: dict[str, Any]) -> MetricLogger:
-    """The logger a `logger.backend` value names (`none`, `tensorboard`, `wandb`)."""
+    """The logger a `logger.backend` value names (`none`, `tensorboard`, `wandb`), with `train.jsonl` beside it."""
     if backend == "none":
-        return MetricLogger()
-    log_dir.mkdir(parents=True, exist_ok=True)
-    if backend == "tensorboard":
-        return TensorBoardLogger(log_dir)
-    if backend == "wandb":
-        return WandbLogger(log_dir, project, name, config)
-    raise ValueError(f"logger.backend={backend!r} is not valid; choose one of: none, tensorboard, wandb")
+        chosen = MetricLogger()
+    elif backend == "tensorboard":
+        log_dir.mkdir(parents=True, exist_ok=True)
+        chosen = TensorBoardLogger(log_dir)
+    elif backend == "wandb":
+        log_dir.mkdir(parents=True, exist_ok=True)
+        chosen = WandbLogger(log_dir, project, name, config)
+    else:
+        raise ValueError(f"logger.backend={backend!r} is not valid; choose one of: none, tensorboard, wandb")
+    return JsonlLogger(chosen, log_dir / TRAIN_LOG)
