@@ -164,6 +164,12 @@ def test_voices_are_added_used_and_deleted_over_http(served, client: openai.Open
     assert not (voices.parent / "x.wav").exists()
     assert httpx.post(f"{url}/v1/voices", headers=auth, data={"name": "noise"},
                       files={"file": ("n.wav", b"RIFF0000WAVE")}).status_code == 400  # fmt: skip
+    short = io.BytesIO()
+    sf.write(short, [0.1] * 12_000, 24_000, format="WAV")  # half a second
+    refused = httpx.post(f"{url}/v1/voices", headers=auth, data={"name": "brief", "text": "Hi."},
+                         files={"file": ("b.wav", short.getvalue())})  # fmt: skip
+    assert refused.status_code == 400 and "a reference must be 1 to 15 s long" in refused.json()["error"]["message"]
+    assert not (voices / "brief.txt").exists() and not (voices / "brief.wav").exists()  # nothing left behind
     big = httpx.post(f"{url}/v1/voices", headers=auth, data={"name": "big"},
                      files={"file": ("b.wav", b"0" * (11 * 2**20))})  # fmt: skip
     assert big.status_code == 413

@@ -127,6 +127,7 @@ class VoiceStore:
         if self.folder is None:
             raise ValueError("the server has no voices folder (--voices DIR)")
         wave = decode_audio(audio, f"the clip of voice {name!r}")
+        self._check_length(name, wave)  # before anything is written: a refused clip leaves no transcript behind
         with self._lock:
             if name in self._voices:
                 raise ValueError(f"voice {name!r} exists; delete it first to replace it")
@@ -153,13 +154,16 @@ class VoiceStore:
                 if path.stem == name and (path.suffix.lower() in AUDIO_EXTENSIONS or path.suffix == ".txt"):
                     path.unlink()
 
-    def _load(self, name: str, wave: Tensor, transcript: Path) -> Voice:
+    def _check_length(self, name: str, wave: Tensor) -> None:
         seconds = wave.shape[0] / SAMPLE_RATE
         if not MIN_SECONDS <= seconds <= self._max_seconds:
             raise ValueError(
                 f"voice {name!r}: its clip is {seconds:.1f} s; a reference must be {MIN_SECONDS:g} to "
                 f"{self._max_seconds:g} s long"
             )
+
+    def _load(self, name: str, wave: Tensor, transcript: Path) -> Voice:
+        self._check_length(name, wave)
         if transcript.is_file():
             text = transcript.read_text(encoding="utf-8").strip()
         else:
