@@ -6,6 +6,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,6 +137,17 @@ def test_a_missing_or_wrong_key_is_refused_but_health_needs_none(served) -> None
         wrong.audio.speech.create(model="tts-1", voice="us_male", input=SHORT)
     assert httpx.get(f"{url}/v1/voices").status_code == 401
     assert httpx.get(f"{url}/health").json()["status"] == "ready"
+
+
+def test_a_second_server_on_a_taken_port_stops_at_once_in_one_line(served) -> None:
+    port = served[0].rsplit(":", 1)[1]
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "f5lite.serve", "no-such-model", "--port", port],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and time.monotonic() - started < 30
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"f5lite-serve: error: cannot listen on 127.0.0.1:{port}: Address already in use (another server there?)"
+    )
 
 
 def test_models_voices_and_a_transcribed_voice(served, client: openai.OpenAI) -> None:

@@ -136,3 +136,37 @@ def test_ctrl_c_stops_the_workers_at_once_and_says_how_to_continue(raw: Path, tm
     again = cli(raw, out, "--workers", "2")
     again.communicate(timeout=300)
     assert again.returncode == 0 and len(list((out / STATE_DIR / "sources").iterdir())) == 3
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_worker_killed_for_memory_ends_the_run_in_one_line_and_the_next_run_finishes(
+    raw: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run = cli(raw, out, "--workers", "2")
+    staging = out / STATE_DIR / "staging"
+    deadline = time.monotonic() + 120
+    while not (staging.is_dir() and any(staging.iterdir())):  # the workers are at work
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.02)
+    workers = [p for p in children(run.pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert workers
+    os.kill(workers[0], signal.SIGKILL)  # as the kernel's out-of-memory killer would
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 2 and "Traceback" not in stderr
+    assert "a worker process died" in stderr.strip().splitlines()[-1]
+    again = cli(raw, out, "--workers", "2")
+    again.communicate(timeout=300)
+    assert again.returncode == 0 and len(list((out / STATE_DIR / "sources").iterdir())) == 3

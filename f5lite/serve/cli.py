@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from f5lite.infer.auto import DTYPE_AUTO
+from f5lite.infer.auto import COMPILE_CHOICES, DTYPE_AUTO
 from f5lite.sampling import SamplerOptions
 from f5lite.serve.settings import ServeSettings
 
@@ -58,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     add("--vocoder-path", help="local Vocos directory (default: charactr/vocos-mel-24khz)")
     add("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     add("--dtype", default=DTYPE_AUTO, help="auto, fp32, bf16 or fp16")
-    add("--compile", default="auto", help="auto, true or false")
+    add("--compile", choices=COMPILE_CHOICES, default="auto", help="compile the backbone (default: %(default)s)")
+    add("--duration", default="auto", help="auto (the model's predictor, else the rule), rule, or a predictor folder")
     add("--threads", type=int, help="CPU threads (default: the physical cores)")
     return parser
 
@@ -85,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"f5lite-serve: error: pip install 'f5lite[serve]' ({err})\n")
         return EXIT_USAGE
     try:
+        _check_port_free(args.host, args.port)
         settings = ServeSettings(
             model_id=args.model_id or Path(args.model).name,
             options=SamplerOptions(
@@ -105,7 +108,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_batch_frames=args.max_batch_frames,
             batch_wait=args.batch_wait_ms / 1000,
         )
-        compile_: bool | str = {"true": True, "false": False}.get(args.compile, args.compile)
         synthesizer = Synthesizer.from_pretrained(
             args.model,
             args.vocoder,
@@ -114,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             vocab=args.vocab,
             device=args.device,
             dtype=args.dtype,
-            compile=compile_,
+            compile=args.compile,
+            duration=args.duration,
             threads=args.threads,
         )
         voices = VoiceStore(args.voices, synthesizer.mel_type, settings.max_voice_seconds)
@@ -130,3 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         engine.stop()
     return 0
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Fail before the model loads (minutes, on a big one) when the address is taken: a second server, say.
+
+    Raises:
+        OSError: one line naming the address.
+    """
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise OSError(f"cannot listen on {host}:{port}: {err.strerror} (another server there?)") from None

@@ -62,7 +62,6 @@ class Engine:
         max_batch: most pieces per sampler call.
         max_batch_frames: most mel frames (summed over the pieces) per sampler call.
         max_wait: seconds the first piece of a batch waits for others.
-        on_batch: called with the size of every batch run (for the metrics).
     """
 
     def __init__(
@@ -71,19 +70,16 @@ class Engine:
         max_batch: int,
         max_batch_frames: int,
         max_wait: float,
-        on_batch: Callable[[int], None] = lambda size: None,
     ) -> None:
         self.synthesizer = synthesizer
         self._max_batch = max_batch
         self._max_frames = max_batch_frames
         self._max_wait = max_wait
-        self.on_batch = on_batch
-        """Called with the size of every batch run."""
+        self.on_batch: Callable[[int], None] = lambda size: None
+        """Called with the size of every batch run (the server's metrics set it)."""
         self._pending: deque[Piece] = deque()
         self._ready = threading.Condition()
         self._stopping = False
-        self.calls = 0
-        """Sampler calls made so far."""
         self._thread = threading.Thread(target=self._loop, name="f5lite-serve-engine", daemon=True)
         self._thread.start()
 
@@ -174,7 +170,6 @@ class Engine:
         ids = synth.encoder.encode([piece.voice.text + piece.text for piece in batch]).ids.to(device)
         durations = torch.tensor([piece.frames for piece in batch], device=device)
         mel = sample(synth.backbone, cond, ids, durations, batch[0].options, lens=lens)
-        self.calls += 1
         self.on_batch(len(batch))
         ends = effective_durations(durations, ids, lens)
         waves = []

@@ -48,7 +48,8 @@ def split_text(text: str, max_bytes: int, first_bytes: int | None) -> list[str]:
     if first_bytes is None or not chunks or len(chunks[0].encode("utf-8")) <= first_bytes:
         return chunks
     head = chunk_text(chunks[0], first_bytes)
-    rest = chunks[0][len(head[0]) :].strip() if chunks[0].startswith(head[0]) else " ".join(head[1:])
+    # chunk_text cuts after a mark or at a space and never changes the text: the first piece is a prefix.
+    rest = chunks[0][len(head[0]) :].strip()
     return [head[0], *([rest] if rest else []), *chunks[1:]]
 
 

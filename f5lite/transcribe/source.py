@@ -29,7 +29,7 @@ from f5lite.metrics.textnorm import check_language
 from f5lite.transcribe.filters import FilterSettings, Transcribed, filter_clips
 from f5lite.transcribe.recognise import recognise
 from f5lite.transcribe.slicing import SliceSettings, Span, plan_clips
-from f5lite.transcribe.vad import BLOCK_SECONDS, WINDOW_SECONDS, SpeechTrack, load_vad_model, speech_track
+from f5lite.transcribe.vad import WINDOW_SECONDS, SpeechTrack, load_vad_model, speech_track
 
 CLIP_SUBTYPE = "PCM_16"
 """Sample format of the clips written."""
@@ -83,13 +83,11 @@ class Work:
     Attributes:
         settings: the cutting, filtering and recognising.
         batch_size: clips per recogniser call.
-        block_seconds: seconds of audio the VAD reads at a time.
         threads: torch threads of each worker.
     """
 
     settings: TranscribeSettings
     batch_size: int = 8
-    block_seconds: float = BLOCK_SECONDS
     threads: int = 1
 
 
@@ -194,7 +192,7 @@ def _vad() -> torch.jit.ScriptModule:
 def _process(job: Job, work: Work, started: float) -> SourceRecord:
     torch.set_num_threads(work.threads)
     settings = work.settings
-    track = speech_track(job.path, _vad(), work.block_seconds)
+    track = speech_track(job.path, _vad())
     spans, left_out = plan_clips(track.probs, track.rms_db, WINDOW_SECONDS, track.duration, settings.slicing)
     recognizer = load_recognizer(settings.asr, settings.language)
     stem = Path(job.clip_dir).name
