@@ -18,11 +18,11 @@ help: ## List the targets
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,eval,transcribe,serve]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,eval,transcribe,serve,studio]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	$(BIN)/pip install --quiet --no-deps 'resemblyzer==0.1.4' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	touch $(STAMP)
 
-install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh and eval extras (torch pinned by constraints.txt)
+install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh, eval, transcribe, serve and studio extras (torch pinned by constraints.txt)
 
 test: $(STAMP) ## Run the CPU test suite (installs first when needed)
 	$(BIN)/python -m pytest -m "not slow and not gpu" $(PYTEST_FLAGS)

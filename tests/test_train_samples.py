@@ -83,3 +83,18 @@ def test_an_unavailable_vocoder_stops_the_run_before_training(tmp_path: Path) ->
         make(tmp_path, "logger.sample_every=2", "sample.vocoder=vocos", f"sample.vocoder_source={missing}")
     assert "\n" not in str(err.value)
     assert not (tmp_path / "run" / "checkpoints").exists() or not any((tmp_path / "run" / "checkpoints").iterdir())
+
+
+def test_samples_are_written_as_files_beside_train_jsonl(tmp_path: Path) -> None:
+    """Whatever the logger backend, each sample is a WAV and a PNG under RUN_DIR/logs/samples/<tag>/ (the studio
+    plays the newest)."""
+    import soundfile as sf
+
+    trainer = make(tmp_path, "optim.max_updates=4", "logger.sample_every=2", "logger.backend=none")
+    trainer.fit()
+    folder = tmp_path / "run" / "logs" / "samples" / "sample"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "update-00000002.png", "update-00000002.wav", "update-00000004.png", "update-00000004.wav",
+    ]  # fmt: skip
+    assert sf.info(str(folder / "update-00000004.wav")).duration > 0
+    assert (folder / "update-00000004.png").read_bytes().startswith(b"\x89PNG")

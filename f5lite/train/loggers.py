@@ -3,7 +3,9 @@
 Whatever the backend, the scalars also go to `train.jsonl`, one JSON line per logging window (`{"update": N,
 "loss": ..., "lr": ..., ...}`), flushed as written: a file any tool can read while the run goes on (a plot, the
 studio's live curve) without TensorBoard or wandb. A resumed run appends; lines of updates redone after a crash
-repeat an update number, and the last line of an update is the one that counts.
+repeat an update number, and the last line of an update is the one that counts. Samples (training samples, fixed
+prompts) are written as files too: `RUN_DIR/logs/samples/<tag>/update-<N>.wav` and `.png` (the mel), each put in
+place whole (written beside, then renamed), so a reader never sees half a file.
 
 wandb runs offline (files under `RUN_DIR/logs`) when no API key is configured, so a run never blocks on a login.
 Only rank 0 logs.
@@ -17,9 +19,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import soundfile as sf
 import torch
 
 from f5lite.audio.images import mel_image
+from f5lite.eval.png import grey_png
 
 
 class MetricLogger:
@@ -104,18 +108,21 @@ class WandbLogger(MetricLogger):
 
 TRAIN_LOG = "train.jsonl"
 """The scalars' file in `RUN_DIR/logs`."""
+SAMPLES_DIR = "samples"
+"""The samples' folder in `RUN_DIR/logs`."""
 
 
 class JsonlLogger(MetricLogger):
-    """Appends each window's scalars to `train.jsonl`, then hands everything to the backend.
+    """Appends each window's scalars to `train.jsonl` and writes samples as files, then hands all to the backend.
 
     Args:
         backend: the configured logger.
-        path: the file (its folder is created).
+        path: the scalars' file (its folder is created); samples go to `SAMPLES_DIR` beside it.
     """
 
     def __init__(self, backend: MetricLogger, path: Path) -> None:
         self.backend = backend
+        self.samples = path.parent / SAMPLES_DIR
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime, closed by close()
 
@@ -129,7 +136,18 @@ class JsonlLogger(MetricLogger):
     def log_sample(
         self, mel: torch.Tensor, audio: torch.Tensor, sample_rate: int, step: int, tag: str = "sample"
     ) -> None:
-        """Samples go to the backend only."""
+        """Write `samples/<tag>/update-<N>.wav` and `.png`, then log to the backend."""
+        folder = self.samples / tag
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = f"update-{step:08d}"
+        wave = audio.detach().float().cpu().numpy()
+        for name, write in (
+            (f"{stem}.png", lambda tmp: tmp.write_bytes(grey_png(mel_image(mel)))),
+            (f"{stem}.wav", lambda tmp: sf.write(tmp, wave, sample_rate, format="WAV", subtype="PCM_16")),
+        ):
+            temporary = folder / f".{name}.{os.getpid()}.tmp"
+            write(temporary)
+            os.replace(temporary, folder / name)
         self.backend.log_sample(mel, audio, sample_rate, step, tag)
 
     def close(self) -> None:

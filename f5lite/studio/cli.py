@@ -1,0 +1,117 @@
+"""`f5lite-studio [--root DIR] [--host 127.0.0.1] [--port N] [--auth USER:PASSWORD]` and `python -m f5lite.studio`.
+
+The page is served on 127.0.0.1 unless `--host` says otherwise, behind a username and password when `--auth` (or
+the `F5LITE_STUDIO_AUTH` environment variable, `user:password`) gives them, and never through a public share link
+unless `--share` asks for one. Only files under the workspace are served: Gradio's upload and cache folder is put
+inside it (`ROOT/.studio-cache`) and the workspace is the one allowed path. A bad option, a root that cannot be
+made or a port in use ends the command with one line and exit status 2.
+
+Streamed audio needs an `ffmpeg` program (Gradio encodes the stream with it); when none is on PATH, the one in the
+`imageio-ffmpeg` wheel (the `studio` extra) is put on PATH for the studio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_USAGE = 2
+AUTH_ENV = "F5LITE_STUDIO_AUTH"
+"""The environment variable with `user:password` when `--auth` is not given."""
+CACHE = ".studio-cache"
+"""Gradio's upload and cache folder, inside the workspace."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="f5lite-studio", description="The f5lite web app: speak, prepare data, train, evaluate and export."
+    )
+    add = parser.add_argument
+    add(
+        "--root", type=Path, default=Path("studio"), help="workspace folder, one folder per project (default: ./studio)"
+    )
+    add("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    add("--port", type=int, default=7860, help="port (default: 7860)")
+    add("--auth", default=None, help=f"USER:PASSWORD to log in with (default: ${AUTH_ENV}, else none)")
+    add("--share", action="store_true", help="also open a public Gradio share link (off unless asked)")
+    add("--vocoder", default="vocos", choices=["vocos", "griffin_lim"], help="vocoder for speech (default: vocos)")
+    add("--vocoder-source", default=None, help="Vocos weights: a local directory or a hub id")
+    add("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    return parser
+
+
+def _ffmpeg_on_path(root: Path) -> None:
+    if shutil.which("ffmpeg"):
+        return
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        return  # Gradio says what is missing when it streams
+    folder = root / CACHE / "bin"
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / "ffmpeg"
+    if not link.exists():
+        link.symlink_to(imageio_ffmpeg.get_ffmpeg_exe())
+    os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def _port_taken(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve the studio until interrupted.
+
+    Returns:
+        The exit status: 0 after Ctrl-C, 2 for bad input.
+    """
+    args = _parser().parse_args(argv)
+    auth_text = args.auth if args.auth is not None else os.environ.get(AUTH_ENV)
+    auth = None
+    if auth_text:
+        user, sep, password = auth_text.partition(":")
+        if not sep or not user or not password:
+            sys.stderr.write("f5lite-studio: --auth must be USER:PASSWORD\n")
+            return EXIT_USAGE
+        auth = (user, password)
+    if not 0 < args.port < 65536:
+        sys.stderr.write(f"f5lite-studio: --port {args.port} is not a port number\n")
+        return EXIT_USAGE
+    if _port_taken(args.host, args.port):
+        sys.stderr.write(
+            f"f5lite-studio: {args.host}:{args.port} is in use (or not an address here); give another --port\n"
+        )
+        return EXIT_USAGE
+    try:
+        root = args.root.expanduser().resolve()
+        (root / CACHE).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        sys.stderr.write(f"f5lite-studio: cannot use {args.root} as the workspace: {err.strerror or err}\n")
+        return EXIT_USAGE
+    # Before Gradio is imported: its cache folder, and no calls home.
+    os.environ["GRADIO_TEMP_DIR"] = str(root / CACHE)
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    _ffmpeg_on_path(root)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from f5lite.studio.app import StudioSettings, build
+    from f5lite.studio.project import Workspace
+
+    page = build(Workspace(root), StudioSettings(args.vocoder, args.vocoder_source, args.device))
+    sys.stdout.write(f"f5lite-studio: workspace {root}\n")
+    sys.stdout.flush()
+    page.queue(default_concurrency_limit=4).launch(
+        server_name=args.host, server_port=args.port, auth=auth, share=args.share, allowed_paths=[str(root)],
+        ssr_mode=False, show_error=True, quiet=False,
+    )  # fmt: skip
+    return 0

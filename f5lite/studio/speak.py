@@ -1,0 +1,208 @@
+"""Speak: a reference clip (uploaded, recorded or saved as a voice) and a script in, speech out as it is made.
+
+A script may switch voices with `{Name}` markers (F5-TTS's multi-style syntax): text before the first marker is
+spoken by the reference given on the page, and `{Name}` switches to the project's saved voice `Name`
+(`voices/Name.wav` + `Name.txt`). Each stretch of one voice is cut into pieces as `f5lite-serve` cuts a streamed
+request (`f5lite.serve.speech.split_text`: the first piece of the script short, so the first audio comes after one
+short sampler call), every piece is synthesized on its own, and the pieces join with F5-TTS's 0.15 s cross-fade;
+each piece is handed out as soon as it is made, less the tail that fades into the next. With a fixed length in
+seconds the script is one voice and one call, the length spread over its chunks by `Synthesizer`.
+
+A reference without a transcript is transcribed by the offline recogniser (PocketSphinx, English).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import soundfile as sf
+from torch import Tensor
+
+from f5lite.atomic import write_text_atomic
+from f5lite.audio import SAMPLE_RATE, load_audio
+from f5lite.infer.chunking import max_chunk_bytes, prepare_ref_text
+from f5lite.infer.crossfade import crossfade
+from f5lite.infer.synthesizer import DEFAULT_CROSS_FADE, Synthesizer
+from f5lite.metrics.asr import load_recognizer
+from f5lite.sampling import SamplerOptions
+from f5lite.serve.speech import FIRST_BYTES, split_text
+from f5lite.serve.voices import MIN_SECONDS
+from f5lite.studio.names import check_name
+from f5lite.studio.project import Project
+
+MAX_REF_SECONDS = 15.0
+"""The longest reference accepted (the model needs room to speak after it)."""
+_MARKER = re.compile(r"\{([^{}]*)\}")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A voice to speak with.
+
+    Attributes:
+        wave: `[samples]` 24 kHz mono.
+        text: its transcript.
+    """
+
+    wave: Tensor
+    text: str
+
+
+def load_reference(audio: str | Path | None, text: str | None) -> Reference:
+    """Read a reference clip; transcribe it when `text` is empty.
+
+    Raises:
+        ValueError: no clip, an unreadable one, or one too short or too long.
+    """
+    if not audio:
+        raise ValueError("no reference audio: upload or record a clip of the voice (or pick a saved voice)")
+    wave = load_audio(audio)
+    seconds = wave.shape[0] / SAMPLE_RATE
+    if not MIN_SECONDS <= seconds <= MAX_REF_SECONDS:
+        raise ValueError(
+            f"the reference clip is {seconds:.1f} s long; give {MIN_SECONDS:.0f} to {MAX_REF_SECONDS:.0f} s of speech"
+        )
+    text = (text or "").strip() or transcribe(wave)
+    return Reference(wave, text)
+
+
+def transcribe(wave: Tensor) -> str:
+    """What the offline recogniser hears in a 24 kHz clip.
+
+    Raises:
+        ValueError: nothing was recognised.
+    """
+    heard = load_recognizer("pocketsphinx").transcribe(wave, SAMPLE_RATE).strip()
+    if not heard:
+        raise ValueError("no speech was recognised in the reference clip: type its transcript")
+    return heard
+
+
+def save_voice(project: Project, name: str, reference: Reference) -> Path:
+    """Keep a reference as the project's voice `name` (`voices/name.wav` + `name.txt`), replacing one of that name.
+
+    Raises:
+        ValueError: a name that is not valid.
+    """
+    name = check_name(name, "voice")
+    project.voices.mkdir(parents=True, exist_ok=True)
+    path = project.voices / f"{name}.wav"
+    temporary = project.voices / f".{name}.tmp.wav"
+    sf.write(temporary, reference.wave.numpy(), SAMPLE_RATE, subtype="PCM_16")
+    temporary.replace(path)
+    write_text_atomic(path.with_suffix(".txt"), reference.text + "\n")
+    return path
+
+
+def parse_script(script: str) -> list[tuple[str | None, str]]:
+    """Split a script at `{Name}` markers.
+
+    Returns:
+        `(voice, text)` stretches in order, blank ones dropped; voice None is the page's reference.
+
+    Raises:
+        ValueError: a marker that is not a valid voice name, or a script with nothing to say.
+    """
+    parts = _MARKER.split(script)
+    stretches: list[tuple[str | None, str]] = []
+    voice: str | None = None
+    for i, part in enumerate(parts):
+        if i % 2:
+            voice = check_name(part, "voice")
+        elif part.strip():
+            stretches.append((voice, " ".join(part.split())))
+    if not stretches:
+        raise ValueError("the text is empty: type what to say")
+    return stretches
+
+
+def project_voice(project: Project, name: str) -> Reference:
+    """A saved voice of the project.
+
+    Raises:
+        ValueError: no such voice (naming the ones there are).
+    """
+    path = project.voices / f"{check_name(name, 'voice')}.wav"
+    if not path.is_file() or not path.with_suffix(".txt").is_file():
+        known = ", ".join(project.voice_names()) or "none yet"
+        raise ValueError(f"there is no voice {name!r} in project {project.name!r} (saved voices: {known})")
+    return Reference(load_audio(path), path.with_suffix(".txt").read_text(encoding="utf-8").strip())
+
+
+class Models:
+    """The loaded model: one `Synthesizer` at a time, loaded again when another model is picked.
+
+    Args:
+        vocoder: the vocoder every model is loaded with (`vocos` or `griffin_lim`).
+        vocoder_source: Vocos weights (a local directory or a hub id); None: the default.
+        device: where models run (`auto`, `cpu`, `cuda`).
+    """
+
+    def __init__(self, vocoder: str, vocoder_source: str | None, device: str) -> None:
+        self.vocoder = vocoder
+        self.vocoder_source = vocoder_source
+        self.device = device
+        self.lock = threading.Lock()
+        self._loaded: tuple[Path, float, Synthesizer] | None = None
+
+    def get(self, path: Path) -> Synthesizer:
+        """The synthesizer of the model at `path` (loaded again if its files changed since)."""
+        # A run directory gets new checkpoints in checkpoints/, which does not change the run directory's time.
+        stamp = max(p.stat().st_mtime for p in (path, path / "checkpoints") if p.exists())
+        if self._loaded is None or self._loaded[:2] != (path, stamp):
+            synthesizer = Synthesizer.from_pretrained(
+                path, self.vocoder, vocoder_source=self.vocoder_source, device=self.device
+            )
+            self._loaded = (path, stamp, synthesizer)
+        return self._loaded[2]
+
+
+def speak(
+    synthesizer: Synthesizer,
+    stretches: list[tuple[Reference, str]],
+    options: SamplerOptions,
+    seed: int | None,
+    seconds: float | None = None,
+) -> Iterator[Tensor]:
+    """The script's audio, piece by piece (see the module docstring).
+
+    Args:
+        synthesizer: the model.
+        stretches: `(reference, text)` in order.
+        options: sampler settings (`options.speed` included).
+        seed: noise seed for every piece; None draws.
+        seconds: a fixed length of speech (one stretch only); None: the model's predictor or the byte-ratio rule.
+
+    Yields:
+        24 kHz waveform pieces `[samples]` to be played one after the other.
+
+    Raises:
+        ValueError: `seconds` with several voices, or what `Synthesizer.synthesize` refuses.
+    """
+    if seconds is not None:
+        if len(stretches) != 1:
+            raise ValueError("a fixed length in seconds needs one voice: remove the {Name} markers or the seconds")
+        reference, text = stretches[0]
+        yield synthesizer.synthesize(text, reference.wave, reference.text, options, seed=seed, seconds=seconds)[0]
+        return
+    overlap = round(DEFAULT_CROSS_FADE * SAMPLE_RATE)
+    tail: Tensor | None = None
+    pieces: list[tuple[Reference, str]] = []
+    for reference, text in stretches:
+        budget = max_chunk_bytes(prepare_ref_text(reference.text), reference.wave.shape[0] / SAMPLE_RATE, options.speed)
+        first = FIRST_BYTES if not pieces else None
+        pieces.extend((reference, piece) for piece in split_text(text, budget, first))
+    for i, (reference, piece) in enumerate(pieces):
+        wave = synthesizer.synthesize(piece, reference.wave, reference.text, options, seed=seed, cross_fade=0)[0]
+        if tail is not None:
+            wave = crossfade([tail, wave], overlap)
+        if i + 1 == len(pieces):
+            yield wave
+        else:
+            keep = max(0, wave.shape[0] - overlap)
+            tail = wave[keep:]
+            yield wave[:keep]
