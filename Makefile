@@ -55,9 +55,9 @@ test-slow: $(STAMP) ## Run the slow tests
 test-gpu: $(STAMP) ## Run the GPU tests (needs CUDA)
 	$(BIN)/python -m pytest -m gpu $(PYTEST_FLAGS) || test $$? -eq 5  # 5: none selected
 
-test-browser: $(STAMP) ## Open an f5lite-eval report in headless Chromium (needs: apt-get install -y chromium)
+test-browser: $(STAMP) ## Open an f5lite-eval report and drive f5lite-studio in headless Chromium (needs: apt-get install -y chromium)
 	@test -x /usr/bin/chromium || { echo "test-browser needs /usr/bin/chromium: apt-get install -y chromium"; exit 1; }
-	$(BIN)/python -m pytest -m slow tests/test_eval_report_browser.py -s $(PYTEST_FLAGS)
+	$(BIN)/python -m pytest -m slow tests/test_eval_report_browser.py tests/test_studio_browser.py -s $(PYTEST_FLAGS)
 
 test-mutants: $(STAMP) ## Plant known bugs in a copy of the package; check the tests catch each (slow: minutes)
 	$(BIN)/python scripts/mutants.py

@@ -285,9 +285,9 @@ def test_train_tab_fine_tunes_stops_survives_a_studio_restart_and_resumes(
     assert (run_dir / "checkpoints" / f"step-{stopped_at:08d}").is_dir()
     assert "checkpoint at update" in status(client, "ft")[3]
     info, curve, sample, log = status(client, "ft")
-    losses = [row for row in curve["data"] if row[2] == "loss"]
+    losses = [row for row in curve["data"] if row[2] == "loss" and row[0] is not None]
     assert len(losses) >= stopped_at // 10 and all(row[1] > 0 for row in losses)
-    assert any(row[2] == "validation loss" for row in curve["data"])
+    assert any(row[2] == "validation loss" and row[1] is not None for row in curve["data"])
     assert sample is not None and sf.info(sample).duration > 0  # the newest training sample
     assert sorted((run_dir / "logs" / "samples" / "sample").glob("update-*.wav"))
 
@@ -315,9 +315,10 @@ def test_evaluate_and_export_tab(prepared: dict[str, Any], studio: Studio, tmp_p
     assert ["exports/voice", "exports/voice"] in models and ["runs/ft (newest checkpoint)"] * 2 in models
 
     out = tmp_path / "spoken.wav"
-    infer = [sys.executable, "-m", "f5lite.infer.cli", f"model={export}", f"ref_audio={REF}", f"ref_text={REF_TEXT}"]
-    done = subprocess.run([*infer, "text=Spoken by the export.", f"output={out}", "sample.vocoder=griffin_lim", "sample.steps=4", "device=cpu"], capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    from f5lite.infer.cli import main as infer
+
+    spoken = [f"model={export}", f"ref_audio={REF}", f"ref_text={REF_TEXT}", "text=Spoken by the export."]
+    assert infer([*spoken, f"output={out}", "sample.vocoder=griffin_lim", "sample.steps=4", "device=cpu"]) == 0
     assert sf.info(str(out)).duration > 0.5
 
     client.predict(PROJECT, "ft", "voice-pruned", True, api_name="/export")

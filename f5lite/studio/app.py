@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ POLL_SECONDS = 2.0
 """How often the page reads the running jobs' folders."""
 PAGE_VOICE = "(the clip above)"
 """The voice picker's entry for the reference uploaded or recorded on the page."""
+CURVES = ("loss", "validation loss")
+"""The Train tab's plotted series."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,11 @@ def _pcm16(wave: torch.Tensor) -> np.ndarray:
     return (wave.clamp(-1, 1) * 32767).round().to(torch.int16).numpy()
 
 
+def _seed(value: float | None) -> int | None:
+    """The page's seed: a negative or empty one draws a new seed."""
+    return None if value is None or value < 0 else int(value)
+
+
 def _audio_of(path: Path) -> tuple[int, np.ndarray]:
     # Audio goes to the page as samples, not as a path: for a path Gradio probes the file with ffprobe, which the
     # studio does not need otherwise.
@@ -163,7 +171,7 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
         pieces = []
         with models.lock:
             synthesizer = models.get(model_path(p, label))
-            for piece in speak.speak(synthesizer, refs, options, None if seed is None else int(seed), seconds or None):
+            for piece in speak.speak(synthesizer, refs, options, _seed(seed), seconds or None):
                 pieces.append(piece)
                 yield (SAMPLE_RATE, _pcm16(piece)), None, None, f"{len(pieces)} piece(s) made…"
         wave = torch.cat(pieces)
@@ -324,12 +332,15 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
 
     @_page_errors
     def run_status(name: str | None, run: str | None) -> tuple[str, pd.DataFrame, tuple[int, np.ndarray] | None, str]:
-        empty = pd.DataFrame({"update": [], "value": [], "curve": []})
+        # Gradio's plot fixes its series and their types from the first frame it gets: every frame names both curves
+        # with a row of NaN (sent as null, not drawn), so an empty first frame does not leave the lines without colour.
+        named = [(math.nan, math.nan, name) for name in CURVES]
+        empty = pd.DataFrame(named, columns=["update", "value", "curve"])
         if not name or not run:
             return "No run picked.", empty, None, ""
         view = training.view(training.run_dir(project(name), run))
-        rows = [(u, v, "loss") for u, v in view.updates] + [(u, v, "validation loss") for u, v in view.val]
-        curve = pd.DataFrame(rows, columns=["update", "value", "curve"]) if rows else empty
+        rows = [(u, v, CURVES[0]) for u, v in view.updates] + [(u, v, CURVES[1]) for u, v in view.val]
+        curve = pd.DataFrame(named + rows, columns=["update", "value", "curve"])
         head = f"Run **{run}**: **{view.state}**, update {view.last_update}"
         if view.checkpoints:
             head += f"; checkpoints at {', '.join(map(str, view.checkpoints))}"
@@ -422,10 +433,8 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
                         cfg = gr.Slider(0, 5, value=2.0, step=0.1, label="Guidance (CFG strength)")
                         cfg_zero = gr.Checkbox(label="CFG-Zero*", value=False)
                         speed = gr.Slider(0.5, 2.0, value=1.0, step=0.05, label="Speed")
-                        seed = gr.Number(label="Seed (empty: random)", value=None, precision=0)
-                        seconds = gr.Number(
-                            label="Seconds of speech (empty: the duration predictor or the rule)", value=None
-                        )
+                        seed = gr.Number(label="Seed (-1: a new one each time)", value=-1, precision=0)
+                        seconds = gr.Number(label="Seconds of speech (0: the duration predictor or the rule)", value=0)
                     go = gr.Button("Speak", variant="primary", elem_id="speak-button")
                     streamed = gr.Audio(
                         label="Speech, as it is made", streaming=True, autoplay=True, elem_id="speech-stream"
@@ -502,9 +511,9 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
                     base = gr.Dropdown(label="Base model (fine-tuning)", choices=[], allow_custom_value=True)
                     base_vocab = gr.Textbox(label="Its vocab.txt (only for an F5-TTS checkpoint file)")
                     updates = gr.Number(label="Updates", value=500, precision=0)
-                    lr = gr.Number(label="Learning rate (empty: the recipe's)", value=None)
+                    lr = gr.Number(label="Learning rate (0: the recipe's)", value=0)
                     with gr.Row():
-                        frames = gr.Number(label="Frames per batch (empty: the recipe's)", value=None, precision=0)
+                        frames = gr.Number(label="Frames per batch (0: the recipe's)", value=0, precision=0)
                         precision = gr.Dropdown(["no", "bf16", "fp16"], value="no", label="Precision")
                     suggest = gr.Button("Propose for this machine", size="sm")
                     machine_info = gr.Markdown()
@@ -521,7 +530,7 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
                     run = gr.Dropdown(label="Run", choices=[], allow_custom_value=True)
                     run_info = gr.Markdown(elem_id="run-info")
                     curve = gr.LinePlot(
-                        x="update", y="value", color="curve", label="Loss", elem_id="loss-curve", height=300
+                        x="update", y="value", color="curve", label="Loss", elem_id="loss-curve", height=360
                     )
                     sample = gr.Audio(label="Newest training sample", type="filepath", interactive=False)
                     log = gr.Textbox(label="Log", lines=12, max_lines=12, autoscroll=True, elem_id="train-log")
