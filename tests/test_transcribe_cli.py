@@ -50,6 +50,7 @@ def without_timing(report: dict) -> list[dict]:
     return [{k: v for k, v in source.items() if k != "seconds_taken"} for source in report["sources"]]
 
 
+@pytest.mark.slow  # 24 s; the default suite keeps the worker killed for memory, and the workspace's recovery tests
 def test_a_killed_run_continues_where_it_stopped(raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     first = cli(raw, out, "--workers", "1")
