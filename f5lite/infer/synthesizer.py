@@ -32,7 +32,7 @@ from f5lite.infer.loading import load_model, resolve_device
 from f5lite.models import apply_inference_compile
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.sampling import SamplerOptions, fixed_duration, sample
-from f5lite.sampling.options import merge_legacy_keywords
+from f5lite.sampling.options import merge_legacy_keywords, with_model_defaults
 from f5lite.text import TextEncoder
 
 FRAME_RATE = SAMPLE_RATE / HOP_LENGTH
@@ -177,7 +177,7 @@ class Synthesizer:
             ValueError: empty text or reference transcript, an unreadable or too long reference, a bad setting.
             TypeError: a keyword that is no sampler setting, or `options` that is not a `SamplerOptions`.
         """
-        options = merge_legacy_keywords(options, legacy, "synthesize")
+        options = with_model_defaults(self.backbone, merge_legacy_keywords(options, legacy, "synthesize"))
         if not text.strip():
             raise ValueError("text is empty: there is nothing to say")
         ref_text = prepare_ref_text(ref_text)

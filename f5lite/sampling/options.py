@@ -121,3 +121,26 @@ def merge_legacy_keywords(
         stacklevel=3,
     )
     return dataclasses.replace(base, **changes)
+
+
+def with_model_defaults(model: object, options: SamplerOptions) -> SamplerOptions:
+    """A model's own sampler settings in place of the defaults the caller left as they are.
+
+    A distilled student (`f5lite.models.distill`) is trained for few steps with its guidance as an input: it
+    carries `sampler_defaults` (for example `{"steps": 4}`), which replace every setting of `options` that still
+    has `SamplerOptions()`'s default value, so that a student runs as trained without flags. A setting the caller
+    changed from the default is kept; asking for a default value explicitly (e.g. 32 steps) cannot be told apart.
+
+    Args:
+        model: the backbone to sample.
+        options: the caller's settings.
+
+    Returns:
+        The settings to sample with.
+    """
+    own = getattr(model, "sampler_defaults", None)
+    if not own:
+        return options
+    base = SamplerOptions()
+    kept = {name: value for name, value in own.items() if getattr(options, name) == getattr(base, name)}
+    return dataclasses.replace(options, **kept)

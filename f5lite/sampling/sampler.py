@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from f5lite.sampling.duration import effective_durations
 from f5lite.sampling.guidance import guided_velocity, optimized_scale
 from f5lite.sampling.ode import VelocityField, integrate
-from f5lite.sampling.options import LEGACY_KEYWORDS, SamplerOptions, merge_legacy_keywords
+from f5lite.sampling.options import LEGACY_KEYWORDS, SamplerOptions, merge_legacy_keywords, with_model_defaults
 from f5lite.sampling.schedules import time_grid
 
 
@@ -98,6 +98,7 @@ def sample(
     """
     # Merged here, not in a decorated function, so that the deprecation warning points at the caller's line.
     options = merge_legacy_keywords(options, legacy, "sample", accepted=_SAMPLE_KEYWORDS)
+    options = with_model_defaults(backbone, options)  # a distilled student's own steps and guidance
     with torch.no_grad():
         return _sample(cast(_Backbone, backbone), cond, text, duration, options, lens, noise, seed)
 
@@ -134,10 +135,41 @@ def _sample(
         x = noise.to(device=device, dtype=cond.dtype)
 
     grid = time_grid(options.steps, options.schedule, options.sway, device=device)
+    if getattr(model, "distilled", False):
+        x = _student_solve(model, step_cond, text.to(device), mask, grid, x, options)
+        return torch.where(ref_mask, cond, x)
     field = _velocity_field(model, step_cond, text.to(device), mask, options.cfg_strength, options.cfg_zero_star)
     # Zero-init steps leave the state at the noise, so the solve starts at grid point K (no call, no host sync).
     x = integrate(field, x, grid[options.cfg_zero_init_steps :], options.method)
     return torch.where(ref_mask, cond, x)
+
+
+def _student_solve(
+    model: _Backbone, step_cond: Tensor, text: Tensor, mask: Tensor | None, grid: Tensor, x: Tensor,
+    options: SamplerOptions,
+) -> Tensor:  # fmt: skip
+    """Euler steps of a distilled student (`f5lite.models.distill`).
+
+    One pass per step, told the step's size and the guidance scale, with no unconditional pass (the student learned
+    the guided velocity).
+    """
+    if options.method != "euler" or options.cfg_zero_star or options.cfg_zero_init_steps:
+        raise ValueError(
+            "a distilled model takes Euler steps with its guidance as an input: method=euler, cfg_zero_star=false "
+            "and cfg_zero_init_steps=0"
+        )
+    dtype = next(cast(nn.Module, model).parameters()).dtype
+    cond_in = step_cond.to(dtype)
+    text_embed = model.embed_text(text, step_cond.shape[1], mask, False)
+    student = cast(Any, model)
+    for i in range(grid.shape[0] - 1):
+        t0, dt = grid[i], grid[i + 1] - grid[i]
+        v = student(
+            x.to(dtype), cond_in, text, t0.to(dtype), mask, False, False, text_embed=text_embed, step=dt,
+            guidance=options.cfg_strength,
+        )  # fmt: skip
+        x = x + dt * v.to(x.dtype)
+    return x
 
 
 def _velocity_field(

@@ -9,7 +9,12 @@ config.json         {"format": "f5lite-pretrained", "format_version": 1, "f5lite
                      "tokenizer": "pinyin", "mel_type": "vocos", "dtype": "bf16"}
 vocab.txt           the token table, line i = id i (absent for the byte tokenizer)
 duration.*          optional: the duration predictor trained with the model (`f5lite.storage.duration_files`)
+student.safetensors only for a distilled student (`f5lite.models.distill`): its step and guidance embeddings;
+                    config.json then has "distilled": {"sampler_defaults": {"steps": 4, ...}}, the settings it
+                    samples with unless told otherwise
 ```
+
+A student's backbone weights are in `model.safetensors` under the teacher's names, so the teacher's tools read them.
 
 The directory is written under a temporary name next to the target and renamed into place, so a reader never sees
 a half-written export; a previous export at the same path is replaced.
@@ -34,6 +39,7 @@ from f5lite.audio.mel import MEL_KINDS
 from f5lite.config.model import MODEL_SCHEMAS, ModelConfig
 from f5lite.models import backbone_kwargs, build_backbone, load_backbone_weights
 from f5lite.models.checkpoint import PREFIX
+from f5lite.models.distill import STUDENT_PREFIX, StudentBackbone
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.storage.duration_files import LoadedDuration, write_duration_files
 from f5lite.text import TOKENIZER_NAMES, Vocab, load_vocab, write_vocab
@@ -46,6 +52,7 @@ FORMAT_VERSION = 1
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
+STUDENT_FILE = "student.safetensors"
 
 
 class PretrainedError(ValueError):
@@ -107,6 +114,9 @@ def save_pretrained(
             non-empty directory that is not an export.
     """
     out = Path(out_dir)
+    student = backbone if isinstance(backbone, StudentBackbone) else None
+    if student is not None:
+        backbone = student.backbone
     kwargs = _checked_kwargs(backbone, model_cfg, vocab, tokenizer, mel_type, dtype)
     config = {
         "format": FORMAT,
@@ -118,6 +128,8 @@ def save_pretrained(
         "mel_type": mel_type,
         "dtype": dtype,
     }
+    if student is not None:
+        config["distilled"] = {"sampler_defaults": student.sampler_defaults}
     params = {name for name, _ in backbone.named_parameters()}
     weights = {
         PREFIX + key: (value.to(WEIGHT_DTYPES[dtype]) if key in params else value).detach().cpu().contiguous().clone()
@@ -129,6 +141,12 @@ def save_pretrained(
             (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
             if vocab is not None:
                 write_vocab(staging / VOCAB_FILE, vocab)
+            if student is not None:
+                own = {
+                    STUDENT_PREFIX + k: v.detach().cpu().contiguous().clone()
+                    for k, v in student.step_embed.state_dict().items()
+                }
+                save_file(own, staging / STUDENT_FILE, metadata={"format": "pt"})
             if duration is not None:
                 write_duration_files(staging, duration.predictor, tokenizer, vocab, duration.trained_updates)
     except ValueError as err:
@@ -166,12 +184,23 @@ def load_pretrained(
         vocab = load_vocab(root / VOCAB_FILE) if tokenizer in VOCAB_TOKENIZERS else None
         _check_vocab(vocab, tokenizer, model_cfg.text_num_embeds)
         state = load_file(root / WEIGHTS_FILE)
-        backbone = build_backbone(model_cfg.backbone, **backbone_kwargs(model_cfg))
+        backbone: nn.Module = build_backbone(model_cfg.backbone, **backbone_kwargs(model_cfg))
         load_backbone_weights(backbone, state)
-    except (SafetensorError, OSError, ValueError) as err:
-        raise PretrainedError(f"export {root}: {err}") from None
+        if "distilled" in config:
+            backbone = _load_student(root, backbone, config["distilled"])
+    except (SafetensorError, OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
+        raise PretrainedError(f"export {root}: {_reason(err)}") from None
     info = PretrainedInfo(model_cfg, tokenizer, mel_type, vocab, dtype, version)
     return backbone.to(device).eval(), info
+
+
+def _load_student(root: Path, backbone: nn.Module, distilled: dict[str, Any]) -> StudentBackbone:
+    """Wrap a loaded backbone as the distilled student its export describes."""
+    student = StudentBackbone(backbone, dict(distilled["sampler_defaults"]))
+    own = load_file(root / STUDENT_FILE)
+    bare = {k[len(STUDENT_PREFIX) :]: v for k, v in own.items() if k.startswith(STUDENT_PREFIX)}
+    student.step_embed.load_state_dict(bare, strict=True)
+    return student
 
 
 def _checked_kwargs(
