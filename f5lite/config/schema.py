@@ -429,6 +429,42 @@ class DurationConfig:
 
 
 @dataclass
+class DistillConfig:
+    """Few-step distillation (`f5lite.train.distill`).
+
+    A student learns to take in one step of size `d`, guided by `w` as an input, what a frozen teacher takes in two
+    guided Euler steps of `d / 2` (ZipVoice-Distill).
+    """
+
+    teacher: str | None = None
+    """The teacher: an f5lite export or training run directory. Its architecture becomes `model` and its weights the
+    student's start (`init.weights`). A distilled student's export makes this the second stage: the teacher is then
+    that student, its EMA weights, stepping itself. null: no distillation."""
+    steps: list[int] = field(default_factory=lambda: [2, 4, 8])
+    """Step counts the student is trained for: each sample takes one step of a grid of one of these counts (with
+    `sample.schedule` and `sample.sway`, as the sampler builds it)."""
+    guidance: list[float] = field(default_factory=lambda: [1.0, 3.0])
+    """The range the guidance scale `w` of each sample is drawn from (uniformly)."""
+    student_steps: int = 4
+    """The steps the exported student samples with unless told otherwise."""
+    student_guidance: float = 2.0
+    """The guidance scale the exported student samples with unless told otherwise."""
+    teacher_dtype: str = "auto"
+    """The frozen teacher's weights: `auto` (bf16 on a GPU that computes it, else fp32), `fp32`, `bf16`, `fp16`."""
+
+    def __post_init__(self) -> None:
+        if not self.steps or any(not isinstance(n, int) or n < 1 for n in self.steps):
+            raise ValueError(f"distill.steps={list(self.steps)!r} is not valid; give step counts >= 1, e.g. [2, 4, 8]")
+        if len(self.guidance) != 2 or not 0 <= self.guidance[0] <= self.guidance[1]:
+            raise ValueError(
+                f"distill.guidance={list(self.guidance)!r} is not valid; give [low, high], 0 <= low <= high"
+            )
+        check_at_least("distill.student_steps", self.student_steps, 1)
+        check_range("distill.student_guidance", self.student_guidance, 0.0, 100.0)
+        check_choice("distill.teacher_dtype", self.teacher_dtype, ("auto", *WEIGHT_DTYPES))
+
+
+@dataclass
 class InitConfig:
     """Pretrained weights to start from (fine-tuning).
 
@@ -511,6 +547,8 @@ class TrainConfig:
     """Fine-tuning options (LoRA)."""
     duration: DurationConfig = field(default_factory=DurationConfig)
     """The duration predictor; the `duration` group picks one (`none` by default)."""
+    distill: DistillConfig = field(default_factory=DistillConfig)
+    """Few-step distillation from a teacher (off unless `distill.teacher` is set)."""
     run_name: str = "f5lite"
     """Name of the run; recipes set it."""
     run_dir: str = "runs/${run_name}"
@@ -524,6 +562,8 @@ class TrainConfig:
         if not self.run_dir:
             raise ValueError("run_dir='' is not valid; give a directory")
         self._check_evaluation()
+        if self.distill.teacher and (self.finetune.lora.rank or self.duration.train != "none"):
+            raise ValueError("distill.teacher trains a student: turn off finetune.lora.rank and duration.train")
         if self.finetune.lora.rank and self.init.weights is None:
             raise ValueError("finetune.lora.rank is set but init.weights is not: LoRA adapts pretrained weights")
         if self.perf.memory_budget < 1.0 and self.model is not MISSING and self.model.dropout > 0:

@@ -105,8 +105,8 @@ class StudentBackbone(nn.Module):
         drop_audio_cond: DropFlag = False,
         drop_text: DropFlag = False,
         *,
-        step: Tensor | float,
-        guidance: Tensor | float,
+        step: Tensor | float | None = None,
+        guidance: Tensor | float | None = None,
         text_embed: Tensor | None = None,
     ) -> Tensor:
         """The velocity that takes `x` at `time` to `time + step` in one Euler step, guided by `guidance`.
@@ -119,7 +119,8 @@ class StudentBackbone(nn.Module):
             mask: `[b, n]` bool, True = real frame, or None.
             drop_audio_cond: CFG audio drop (the student is trained with the condition kept).
             drop_text: CFG text drop.
-            step: step size `[b]` or a number.
+            step: step size `[b]` or a number; None (with `guidance` None): the backbone's own velocity, without
+                the embedding (what the flow objective and the validation loss see).
             guidance: guidance scale `[b]` or a number.
             text_embed: the result of `embed_text` for the same inputs.
 
@@ -128,7 +129,9 @@ class StudentBackbone(nn.Module):
         """
         b = x.shape[0]
         as_vector = lambda v: time_vector(torch.as_tensor(v, dtype=torch.float32, device=x.device), b)  # noqa: E731
-        self._extra = self.step_embed(as_vector(step), as_vector(guidance))
+        if (step is None) != (guidance is None):
+            raise ValueError("give a student both its step size and its guidance scale, or neither")
+        self._extra = None if step is None else self.step_embed(as_vector(step), as_vector(guidance))
         try:
             return cast(
                 Tensor, self.backbone(x, cond, text, time, mask, drop_audio_cond, drop_text, text_embed=text_embed)

@@ -30,6 +30,7 @@ from f5lite.config import MODEL_SCHEMAS, ModelConfig, TrainConfig
 from f5lite.config.compose import compose_config
 from f5lite.models import CheckpointError, build_backbone_from_config, load_backbone_weights, load_f5tts_state_dict
 from f5lite.models.checkpoint import PREFIX
+from f5lite.models.distill import StudentBackbone
 from f5lite.models.duration import DurationPredictor
 from f5lite.storage.duration_files import LoadedDuration, has_duration, load_duration
 from f5lite.storage.lora import LoraSettings, merged_weights
@@ -191,6 +192,18 @@ def read_weights(path: str | os.PathLike[str], *, use_ema: bool = True) -> Weigh
     return Weights(loaded.backbone.state_dict(), loaded.vocab, kind)
 
 
+def run_backbone(cfg: TrainConfig, backbone: nn.Module) -> nn.Module:
+    """The network a run trains around a backbone.
+
+    The backbone itself, or, with `distill.teacher`, a student of it (`f5lite.models.distill`) that samples with
+    `distill.student_steps` and `distill.student_guidance`.
+    """
+    if not cfg.distill.teacher:
+        return backbone
+    defaults = {"steps": cfg.distill.student_steps, "cfg_strength": cfg.distill.student_guidance}
+    return StudentBackbone(backbone, defaults)
+
+
 def _load_run(root: Path, step: int | None) -> LoadedSource:
     cfg = load_run_config(root)
     if cfg.duration.train == "alone":
@@ -206,7 +219,7 @@ def _load_run(root: Path, step: int | None) -> LoadedSource:
         assert cfg.init.weights is not None
         settings = LoraSettings.from_config(cfg.finetune.lora)
         weights = _fold_adapters(cfg.model, num_embeds, cfg.init.weights, cfg.init.use_ema, weights, settings)
-    backbone = build_backbone_from_config(cfg.model, num_embeds)
+    backbone = run_backbone(cfg, build_backbone_from_config(cfg.model, num_embeds))
     _load_into(backbone, weights, root)
     model = MODEL_SCHEMAS[cfg.model.backbone](**{**vars(cfg.model), "text_num_embeds": num_embeds})
     duration = run_duration(root, cfg, ckpt, vocab)

@@ -39,6 +39,7 @@ from f5lite.data.collate import Batch
 from f5lite.data.manifest import VAL_TESTSET_NAME
 from f5lite.models import build_backbone_from_config
 from f5lite.models.duration import DurationPredictor
+from f5lite.storage.sources import run_backbone
 from f5lite.text import TextEncoder
 from f5lite.train.duration import load_duration_cases, validation_errors
 from f5lite.train.loggers import MetricLogger
@@ -93,7 +94,7 @@ class Evaluator:
         self.log_path = log_dir / EVAL_LOG
         # No storage: the weights to evaluate are assigned to it by `_load` and let go by `_unload`.
         with torch.device("meta"):
-            self.backbone: nn.Module = build_backbone_from_config(cfg.model, encoder.num_embeds)
+            self.backbone: nn.Module = run_backbone(cfg, build_backbone_from_config(cfg.model, encoder.num_embeds))
         self.backbone.eval().requires_grad_(False)
         self._loaded: tuple[str, int] | None = None
         ev = cfg.eval

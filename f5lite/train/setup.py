@@ -24,7 +24,7 @@ from torch import nn
 from f5lite.config import TrainConfig
 from f5lite.models import apply_ac, apply_compile, apply_dropout, build_backbone_from_config, resolve_dropout_kernel
 from f5lite.storage.lora import LoraSettings, add_lora
-from f5lite.storage.sources import TEXT_TABLE
+from f5lite.storage.sources import TEXT_TABLE, run_backbone
 from f5lite.text import Vocab
 from f5lite.train.ema import EMA
 from f5lite.train.finetune import init_from_pretrained
@@ -62,6 +62,7 @@ def build_model(
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
     backbone = build_backbone_from_config(cfg.model, num_embeds)
     grown = init_from_pretrained(cfg, backbone, vocab) if cfg.init.weights else 0
+    backbone = run_backbone(cfg, backbone)  # a distilled student wraps the backbone after its weights are in
     trainable = None
     if cfg.finetune.lora.rank:
         # Only the adapters (and a grown text table, whose new rows must learn) train, are averaged and saved.

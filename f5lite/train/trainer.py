@@ -23,11 +23,12 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DistributedDataParallelKwargs
+from torch import nn
 from tqdm import tqdm
 
 from f5lite.config import TrainConfig
@@ -36,6 +37,7 @@ from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models.attention import describe_sdpa, sdpa_backend
 from f5lite.models.cfm import CFM
+from f5lite.models.distill import StudentBackbone
 from f5lite.storage.lock import RunLock
 from f5lite.storage.lora import LoraSettings, merge_lora
 from f5lite.storage.rundir import (
@@ -46,6 +48,7 @@ from f5lite.storage.rundir import (
     identity_hash,
     write_run_files,
 )
+from f5lite.storage.sources import LoadedSource
 from f5lite.storage.store import (
     DURATION_OPTIMIZER,
     DURATION_TENSORS,
@@ -57,6 +60,7 @@ from f5lite.storage.store import (
 from f5lite.storage.tree import flatten, unflatten
 from f5lite.text.vocab import vocab_hash
 from f5lite.train.best import BestTracker
+from f5lite.train.distill import Distillation, adopt_teacher, check_teacher_vocab, load_teacher, teacher_dtype
 from f5lite.train.duration import DurationTraining
 from f5lite.train.evaluation import Evaluator, prompts_due, validation_due
 from f5lite.train.export import export_run
@@ -125,6 +129,10 @@ class Trainer:
             ValueError: a setting that cannot work (data directory, a run directory in use or of another run, an
                 unsupported accelerate mode, ...), on every rank alike.
         """
+        self.teacher: LoadedSource | None = None
+        if cfg.distill.teacher:  # the student is the teacher's architecture, from the teacher's weights
+            self.teacher = load_teacher(cfg)
+            cfg = adopt_teacher(cfg, self.teacher)
         self.cfg = cfg
         self.acc = accelerator or make_accelerator(cfg)
         check_distributed_type(self.acc.distributed_type)
@@ -143,6 +151,8 @@ class Trainer:
             num_replicas=self.acc.num_processes,
             pin_memory=cfg.perf.pin_memory and self.device.type == "cuda",
         )
+        if self.teacher is not None:
+            check_teacher_vocab(self.teacher, self.data.encoder.vocab)
         self.identity = identity_hash(cfg)
         self.vocab_hash = vocab_hash(self.data.encoder.vocab)
         self.lock = RunLock(self.run_dir)
@@ -162,7 +172,12 @@ class Trainer:
             log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", setup.grown)
         self.backbone, self.trainable, self.ema = setup.backbone, setup.trainable, setup.ema
         optimizer = make_optimizer(cfg, self.backbone, self.device)
-        self.model, self.optimizer = self.acc.prepare(CFM(self.backbone), optimizer)
+        objective: nn.Module = CFM(self.backbone)
+        if self.teacher is not None:
+            dtype = teacher_dtype(cfg.distill.teacher_dtype, self.device)
+            teacher = self.teacher.backbone.to(self.device, dtype)
+            objective = Distillation(cast(StudentBackbone, self.backbone), teacher, cfg)
+        self.model, self.optimizer = self.acc.prepare(objective, optimizer)
         self.duration: DurationTraining | None = None
         if cfg.duration.train == "alongside":
             self.duration = DurationTraining(cfg, self.data.encoder.num_embeds, self.device, self._reduce())

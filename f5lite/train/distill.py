@@ -1,0 +1,139 @@
+"""Few-step distillation as a training objective.
+
+The trainer runs as it is, with `Distillation` in the flow objective's place (checkpoints, resume, EMA, validation,
+samples and export unchanged).
+
+With `distill.teacher` set, the run's architecture, tokenizer and mel type are the teacher's and the student starts
+from the teacher's weights (`adopt_teacher`); the student is the backbone wrapped with zero-initialised step and
+guidance embeddings (`f5lite.models.distill`), so at update 0 it is the teacher. Each training sample then draws,
+after the flow objective's own draws (noise, the span to generate), a step of one of the grids the student is
+trained for (`distill.steps`, as the sampler builds them: `t` and its step size `d`) and a guidance scale `w` in
+`distill.guidance`; the target is where the frozen teacher gets from `x_t` in two guided Euler steps of `d / 2`
+(`f5lite.sampling.distill.two_step_target`, without gradients), as one step's velocity, and the loss is the mean
+squared error to the student's velocity over the span frames, as in the flow objective.
+
+The teacher is loaded once, frozen, in bf16 on a GPU that computes it (`distill.teacher_dtype`), and is not a
+submodule: it is in no checkpoint, optimizer or gradient all-reduce.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import Tensor, nn
+
+from f5lite.config import TrainConfig
+from f5lite.models.cfm import draw_flow_randomness
+from f5lite.models.distill import StudentBackbone
+from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.sampling.distill import two_step_target
+from f5lite.sampling.schedules import time_grid
+from f5lite.storage.sources import LoadedSource, load_source
+from f5lite.text import Vocab
+from f5lite.text.vocab import vocab_hash
+
+
+def load_teacher(cfg: TrainConfig) -> LoadedSource:
+    """Read `distill.teacher` (on the CPU, float32).
+
+    Raises:
+        ValueError: an unreadable teacher, or a distilled student given as the teacher (the second stage, an EMA of
+            the student as the teacher, is not built yet).
+    """
+    assert cfg.distill.teacher is not None
+    source = load_source(cfg.distill.teacher)
+    if getattr(source.backbone, "distilled", False):
+        raise ValueError(
+            f"distill.teacher={cfg.distill.teacher} is a distilled student; give the teacher it was distilled from"
+        )
+    return source
+
+
+def adopt_teacher(cfg: TrainConfig, teacher: LoadedSource) -> TrainConfig:
+    """The run's config with the teacher's architecture, tokenizer and mel type, starting from its weights."""
+    data = dataclasses.replace(cfg.data, tokenizer=teacher.tokenizer, mel_type=teacher.mel_type)
+    init = dataclasses.replace(cfg.init, weights=cfg.distill.teacher, vocab=None)
+    return dataclasses.replace(cfg, model=teacher.model, data=data, init=init)
+
+
+def check_teacher_vocab(teacher: LoadedSource, vocab: Vocab | None) -> None:
+    """The training data must be tokenized as the teacher was: a token it never saw would index past its table.
+
+    Raises:
+        ValueError: the vocabularies differ, saying how to prepare the data.
+    """
+    if vocab_hash(teacher.vocab) != vocab_hash(vocab):
+        raise ValueError(
+            "distill.teacher has another vocab than the training data: prepare the data with the teacher's "
+            "(f5lite-prepare IN OUT --vocab TEACHER/vocab.txt --fixed-vocab)"
+        )
+
+
+def teacher_dtype(setting: str, device: torch.device) -> torch.dtype:
+    """`distill.teacher_dtype` on a device: `auto` is bf16 on a GPU that computes it, else float32."""
+    if setting != "auto":
+        return WEIGHT_DTYPES[setting]
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+class Distillation(nn.Module):
+    """The distillation loss around a student, called as the flow objective is: `(x1, text, lens, generator)`.
+
+    Args:
+        student: the network being trained (`transformer`, as in `CFM`).
+        teacher: the frozen teacher, on the training device.
+        cfg: the run's config (`distill`, `sample.schedule`, `sample.sway`).
+    """
+
+    def __init__(self, student: StudentBackbone, teacher: nn.Module, cfg: TrainConfig) -> None:
+        super().__init__()
+        self.transformer = student
+        self._teacher = (teacher.eval().requires_grad_(False),)  # a tuple: not a submodule
+        pairs, weights = [], []
+        for n in cfg.distill.steps:
+            grid = time_grid(n, cfg.sample.schedule, cfg.sample.sway)
+            pairs += [(float(grid[i]), float(grid[i + 1] - grid[i])) for i in range(n)]
+            weights += [1.0 / n] * n  # every step count equally likely, every step of its grid too
+        self.steps: Tensor
+        self.step_weights: Tensor
+        self.register_buffer("steps", torch.tensor(pairs), persistent=False)
+        self.register_buffer("step_weights", torch.tensor(weights), persistent=False)
+        self.guidance = (float(cfg.distill.guidance[0]), float(cfg.distill.guidance[1]))
+
+    @property
+    def teacher(self) -> nn.Module:
+        """The frozen teacher."""
+        return self._teacher[0]
+
+    def forward(self, x1: Tensor, text: Tensor, lens: Tensor, *, generator: torch.Generator) -> Tensor:
+        """The loss of one batch.
+
+        Args:
+            x1: mel `[b, n, d]`, zero in padded frames.
+            text: ids `[b, nt]` padded with -1.
+            lens: valid frames `[b]` int64.
+            generator: the step's randomness, on the batch's device.
+
+        Returns:
+            The loss, a 0-d float32 tensor.
+        """
+        draws = draw_flow_randomness(x1, lens, generator)  # the noise and the span, as the flow objective draws
+        b, device = x1.shape[0], x1.device
+        picked = torch.multinomial(self.step_weights, b, replacement=True, generator=generator)
+        time, step = self.steps[picked].to(x1.dtype).unbind(-1)
+        low, high = self.guidance
+        guidance = low + (high - low) * torch.rand(b, device=device, generator=generator)
+        frames = torch.arange(x1.shape[1], device=device)
+        mask = frames[None, :] < lens[:, None]
+        span = draws.span_mask & mask
+        t = time.view(-1, 1, 1)
+        x_t = (1 - t) * draws.x0 + t * x1
+        cond = torch.where(span[..., None], torch.zeros((), dtype=x1.dtype, device=device), x1)
+        target = two_step_target(self.teacher, x_t, cond, text, time, step, guidance, mask)
+        pred = self.transformer(x_t, cond, text, time, mask, step=step, guidance=guidance)
+        weight = span[..., None].to(torch.float32)
+        error = (pred.float() - target.float()).square() * weight
+        return error.sum() / (weight.sum() * x1.shape[-1]).clamp(min=1.0)
