@@ -98,7 +98,8 @@ def _bind_kind(fn: Callable[[str, str], str], kind: str) -> Callable[[str], str]
 
 def recipes() -> list[str]:
     """The recipes a run can start from."""
-    return sorted(p.stem for p in config_roots()[1].glob("*.yaml") if not p.stem.startswith("duration"))
+    # The duration predictor's recipes train no voice; distill needs a teacher, which the page does not ask for.
+    return sorted(p.stem for p in config_roots()[1].glob("*.yaml") if not p.stem.startswith(("duration", "distill")))
 
 
 def _pcm16(wave: torch.Tensor) -> np.ndarray:
