@@ -48,6 +48,7 @@ import f5lite
 from f5lite.audio.constants import HOP_LENGTH, SAMPLE_RATE
 from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
 from f5lite.bench import sidebyside as sbs
+from f5lite.models.distill import StudentBackbone
 from f5lite.sampling import SamplerOptions
 
 VOCAB = F5TTS_VOCAB_SIZE
@@ -74,11 +75,14 @@ class Config:
     zero_star: bool = False  # f5lite only: CFG-Zero* (1 zero-init step, optimized scale)
     compiled: bool = False  # f5lite only: `apply_inference_compile`
     steps: int = STEPS  # 7: EPSS; 32 (F5-TTS's default): uniform grid with sway
+    student: bool = False  # f5lite only: a distilled student (one pass per step, guidance as an input)
 
     @property
     def name(self) -> str:
         """The label used in the results, e.g. `f5lite 7 EPSS + CFG-Zero*, bf16`."""
         grid = f"{self.steps} EPSS" if self.steps == STEPS else f"{self.steps} steps"
+        if self.student:
+            return f"{self.side} student {self.steps} steps, {self.precision}" + (", compiled" if self.compiled else "")
         settings = grid + (" + CFG-Zero*" if self.zero_star else "")
         return f"{self.side} {settings}, {self.precision}" + (", compiled" if self.compiled else "")
 
@@ -113,6 +117,22 @@ def defaults_configurations(*, f5tts: bool = True) -> list[Config]:
     return configs
 
 
+STUDENT_STEPS = 4
+
+
+def fewstep_configurations(*, f5tts: bool = True) -> list[Config]:
+    """The `--fewstep` suite: F5-TTS at its defaults against a distilled student (`f5lite.models.distill`) at 4 steps.
+
+    The student is the same DiT wrapped with its step and guidance embeddings (zero at start: the time a call takes
+    does not depend on what the weights learned): 4 Euler steps, one pass each, no unconditional pass. f5lite's own
+    32 guided steps run beside, as the teacher's cost.
+    """
+    configs = [Config("F5-TTS", "fp32", steps=DEFAULT_STEPS)] if f5tts else []
+    configs += [Config("f5lite", "fp32", steps=DEFAULT_STEPS)]
+    configs += [Config("f5lite", p, steps=STUDENT_STEPS, student=True) for p in ("fp32", "bf16")]
+    return configs
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line (also the workers')."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -127,6 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--defaults",
         action="store_true",
         help="F5-TTS at its defaults (32 steps) against f5lite's paths; writes f5tts_sampling_defaults_DEVICE.*",
+    )
+    parser.add_argument(
+        "--fewstep",
+        action="store_true",
+        help="F5-TTS at its defaults against a distilled student at 4 steps; writes f5tts_sampling_fewstep_DEVICE.*",
     )
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where both sides sample")
     parser.add_argument("--out-dir", type=Path, help="write f5tts_sampling_DEVICE.{json,md} here")
@@ -145,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device here")
     if args.worker is not None:
-        config = next(c for c in configurations(compiled=True) + defaults_configurations() if c.name == args.worker)
+        every = configurations(compiled=True) + defaults_configurations() + fewstep_configurations()
+        config = next(c for c in every if c.name == args.worker)
         shape = Shape(args.batch, args.ref_seconds, args.seconds, args.tiny, args.device)
         print(json.dumps(run_worker(config, shape, args.reps, args.threads, args.save)))
         return 0
@@ -155,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("F5-TTS is not importable (No module named 'f5_tts'); see the module docstring")
         f5tts_version = importlib.metadata.version("f5-tts")
     batches = [int(b) for b in args.batches.split(",")]
-    if args.defaults:
+    if args.fewstep:
+        configs = fewstep_configurations(f5tts=not args.f5lite_only)
+    elif args.defaults:
         configs = defaults_configurations(f5tts=not args.f5lite_only)
     else:
         configs = configurations(f5tts=not args.f5lite_only, compiled=args.compiled)
@@ -181,13 +209,14 @@ def main(argv: list[str] | None = None) -> int:
         except sbs.ChildFailedError as err:
             print(f"{err.run.stderr[-3000:]}compare_f5tts_sampling.py: {err}", file=sys.stderr)
             return 1
-        if args.defaults:
+        if args.defaults or args.fewstep:
             diffs = {b: differences_to_reference(Path(tmp), b, configs, args) for b in batches}
         else:
             diffs = {b: output_differences(Path(tmp), b, configs) for b in batches}
-    if args.defaults:
+    if args.defaults or args.fewstep:
         result = summarize_defaults(times, first, rss, diffs, args, f5tts_version)
-        text, stem = markdown_defaults(result), f"f5tts_sampling_defaults_{args.device}"
+        suite = "fewstep" if args.fewstep else "defaults"
+        text, stem = markdown_defaults(result), f"f5tts_sampling_{suite}_{args.device}"
     else:
         result, stem = summarize(times, rss, diffs, args, f5tts_version), f"f5tts_sampling_{args.device}"
         text = markdown(result)
@@ -300,6 +329,8 @@ def sampler(config: Config, shape: Shape) -> Callable[[int], torch.Tensor]:
     model = f5lite.build_backbone("dit", **model_kwargs(shape.tiny), text_num_embeds=VOCAB)
     model.load_state_dict(state)
     model = model.to(shape.device, dtype).eval()
+    if config.student:  # the sampler steps it once per step with its step size and guidance, no unconditional pass
+        model = StudentBackbone(model).to(shape.device, dtype).eval()
     if config.compiled:
         f5lite.apply_inference_compile(model)
     zero = config.zero_star

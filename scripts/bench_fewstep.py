@@ -1,0 +1,172 @@
+"""A distilled student against its teacher: distance to the teacher's 32 guided steps, speech metrics, sampling time.
+
+For every held-out row of a test set (the demo's `val/testset.txt` by default), the teacher samples with its 32
+guided steps (F5-TTS's defaults: cfg 2, sway -1) and that mel is the reference; then the teacher at 4 steps and the
+student at 2, 4 and 8 steps sample the same row with the same noise (seed = row index) and the same duration (the
+byte-ratio rule). Reported per configuration: the mean |mel - teacher 32-step mel| over the generated frames (log-mel
+units), the median sampling time per row (one process, the configurations interleaved row by row), and, with
+`--eval`, the means of `f5lite-eval` on the same test set (each configuration in its own `f5lite-eval` process:
+WER, speaker similarity, predicted MOS, mel distance to the ground truth). The student at 4 steps should be closer to
+the teacher's 32 steps than the teacher's own 4 steps are.
+
+    python scripts/bench_fewstep.py --teacher runs/demo/export --student runs/demo_student/export --eval \\
+        --out-dir scripts/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from f5lite.audio import load_audio, log_mel
+from f5lite.bench import sidebyside as sbs
+from f5lite.data.testset import read_testset
+from f5lite.infer import Synthesizer
+from f5lite.infer.chunking import prepare_ref_text
+from f5lite.paths import demo_dir
+from f5lite.sampling import SamplerOptions, sample
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One sampled configuration."""
+
+    name: str
+    model: str  # "teacher" or "student"
+    steps: int
+
+
+SETTINGS = (
+    Setting("teacher 32 steps", "teacher", 32),
+    Setting("teacher 4 steps", "teacher", 4),
+    Setting("student 2 steps", "student", 2),
+    Setting("student 4 steps", "student", 4),
+    Setting("student 8 steps", "student", 8),
+)
+
+
+def measure(teacher: Path, student: Path, testset: Path, threads: int) -> dict[str, Any]:
+    """Mel distance to the teacher's 32 steps and sampling time, per setting."""
+    torch.set_num_threads(threads)
+    models = {
+        name: Synthesizer.from_pretrained(path, "griffin_lim", device="cpu", dtype="fp32", compile=False)
+        for name, path in (("teacher", teacher), ("student", student))
+    }
+    rows = read_testset(testset)
+    distances: dict[str, list[float]] = {s.name: [] for s in SETTINGS}
+    seconds: dict[str, list[float]] = {s.name: [] for s in SETTINGS}
+    for i, row in enumerate(rows):
+        synth = models["teacher"]
+        ref_mel = log_mel(load_audio(row.ref_audio)[None], kind=synth.mel_type)
+        ref_text = prepare_ref_text(row.ref_text)
+        ids = synth.encoder.encode([ref_text + row.gen_text]).ids
+        total = synth.duration.total_frames(ref_mel.shape[1], ref_text, row.gen_text)
+        mels = {}
+        for setting in SETTINGS:
+            model = models[setting.model].backbone
+            start = time.perf_counter()
+            mels[setting.name] = sample(model, ref_mel, ids, total, SamplerOptions(steps=setting.steps), seed=i)
+            seconds[setting.name].append(time.perf_counter() - start)
+        reference = mels[SETTINGS[0].name][:, ref_mel.shape[1] :]
+        for name, mel in mels.items():
+            distances[name].append(float((mel[:, ref_mel.shape[1] :] - reference).abs().mean()))
+    return {
+        s.name: {
+            "mel_l1_to_teacher_32": round(statistics.mean(distances[s.name]), 4),
+            "median_sampling_s": round(statistics.median(seconds[s.name]), 4),
+            "backbone_calls": s.steps * (2 if s.model == "teacher" else 1),
+        }
+        for s in SETTINGS
+    }
+
+
+def evaluate(teacher: Path, student: Path, testset: Path, work: Path) -> dict[str, dict[str, float]]:
+    """`f5lite-eval` of every setting, each in its own process; the means of its summary."""
+    out = {}
+    for setting in SETTINGS:
+        model = teacher if setting.model == "teacher" else student
+        folder = work / setting.name.replace(" ", "_")
+        command = [sys.executable, "-m", "f5lite.eval", f"model={model}", f"testset={testset}", f"output={folder}"]
+        command += ["vocoder=griffinlim", f"sample.steps={setting.steps}", "device=cpu", "dtype=fp32"]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"bench_fewstep.py: f5lite-eval of {setting.name} failed: {done.stderr.strip()[-500:]}")
+        means = json.loads((folder / "summary.json").read_text())["means"]
+        out[setting.name] = {k: round(float(v), 4) for k, v in means.items() if isinstance(v, (int, float))}
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The result as a Markdown page."""
+    lines = [
+        "# Few-step student against its teacher",
+        "",
+        f"{sbs.describe(result)}; teacher {result['teacher']}, student {result['student']}; test set "
+        f"{result['testset']} ({result['rows']} rows); {result['threads']} threads, fp32, Griffin-Lim. Distance: mean "
+        "|mel - teacher's 32-step mel| over the generated frames (log-mel units), same noise and duration per row. "
+        f"Distillation: {result['distillation']}.",
+        "",
+        "| setting | backbone calls | mel L1 to teacher 32 | median sampling s | "
+        + " | ".join(result["eval_keys"])
+        + " |",
+        "| --- | ---: | ---: | ---: |" + " ---: |" * len(result["eval_keys"]),
+    ]
+    for name, row in result["settings"].items():
+        evals = result["eval"].get(name, {})
+        cells = " | ".join(f"{evals[k]:.3f}" if k in evals else "" for k in result["eval_keys"])
+        lines.append(
+            f"| {name} | {row['backbone_calls']} | {row['mel_l1_to_teacher_32']:.4f} | "
+            f"{row['median_sampling_s']:.3f} | {cells} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, then write `OUT_DIR/fewstep_cpu.{json,md}`."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--teacher", type=Path, required=True, help="the teacher's export")
+    parser.add_argument("--student", type=Path, required=True, help="the distilled student's export")
+    parser.add_argument("--testset", type=Path, default=demo_dir() / "val" / "testset.txt")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--eval", action="store_true", help="also run f5lite-eval for every setting (minutes)")
+    parser.add_argument("--distillation", default="", help="what the distillation cost, for the page")
+    parser.add_argument("--out-dir", type=Path)
+    args = parser.parse_args(argv)
+    settings = measure(args.teacher, args.student, args.testset, args.threads)
+    evals: dict[str, dict[str, float]] = {}
+    if args.eval:
+        with tempfile.TemporaryDirectory() as work:
+            evals = evaluate(args.teacher, args.student, args.testset, Path(work))
+    keys = [k for k in ("wer", "sim", "mos", "mel_l1") if any(k in e for e in evals.values())]
+    result = {
+        **sbs.run_header(),
+        "teacher": str(args.teacher),
+        "student": str(args.student),
+        "testset": str(args.testset),
+        "rows": len(read_testset(args.testset)),
+        "threads": args.threads,
+        "distillation": args.distillation,
+        "settings": settings,
+        "eval": evals,
+        "eval_keys": keys,
+        "student_4_closer_than_teacher_4": settings["student 4 steps"]["mel_l1_to_teacher_32"]
+        < settings["teacher 4 steps"]["mel_l1_to_teacher_32"],
+    }
+    print(json.dumps(result, indent=1))
+    if args.out_dir:
+        sbs.write_results(args.out_dir / "fewstep_cpu.json", result, markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
