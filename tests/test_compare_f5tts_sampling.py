@@ -115,3 +115,24 @@ def test_markdown_names_every_setting(compare) -> None:
     table = compare.markdown(result)
     assert "| f5lite 7 EPSS + CFG-Zero*, fp32 | 1.000 | 0.50x | 0.80 |" in table
     assert "F5-TTS 1.1.22" in table and "target <= 0.75x: met" in table
+
+
+def test_fewstep_worker_samples_a_student_in_one_pass_per_step(compare, tmp_path) -> None:
+    """`--fewstep`: the student configuration wraps the DiT as a distilled student and takes 4 single passes."""
+    config = next(c for c in compare.fewstep_configurations(f5tts=False) if c.student and c.precision == "fp32")
+    assert config.name == "f5lite student 4 steps, fp32" and config.steps == 4
+    calls: list[int] = []
+    from f5lite.models.distill import StudentBackbone
+
+    forward = StudentBackbone.forward
+
+    def counted(self, x, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(x.shape[0])
+        return forward(self, x, *args, **kwargs)
+
+    StudentBackbone.forward = counted  # type: ignore[method-assign]
+    try:
+        compare.run_worker(config, compare.Shape(2, 0.2, 0.3, tiny=True), 1, 1, tmp_path / "out.pt")
+    finally:
+        StudentBackbone.forward = forward  # type: ignore[method-assign]
+    assert calls == [2] + [2] * 4  # the warm-up's 1 step, then 4 steps, each one pass of the batch (no CFG rows)
