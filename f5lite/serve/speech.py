@@ -53,6 +53,28 @@ def split_text(text: str, max_bytes: int, first_bytes: int | None) -> list[str]:
     return [head[0], *([rest] if rest else []), *chunks[1:]]
 
 
+class StreamJoin:
+    """Joins waveform pieces into one stream with F5-TTS's cross-fade, handing each piece out as soon as it is made.
+
+    Every piece but the last is handed out without its last `DEFAULT_CROSS_FADE` seconds, which are faded into the
+    start of the next, so the pieces played one after the other are the cross-faded whole.
+    """
+
+    def __init__(self) -> None:
+        self.overlap = round(DEFAULT_CROSS_FADE * SAMPLE_RATE)
+        self._tail: Tensor | None = None
+
+    def piece(self, wave: Tensor, last: bool) -> Tensor:
+        """What to play of `wave` `[samples]` now (`last`: nothing follows, so its tail is played too)."""
+        if self._tail is not None:
+            wave = crossfade([self._tail, wave], self.overlap)
+        if last:
+            return wave
+        keep = max(0, wave.shape[0] - self.overlap)
+        self._tail = wave[keep:]
+        return wave[:keep]
+
+
 async def speak(
     engine: Engine,
     voice: Voice,
@@ -80,19 +102,11 @@ async def speak(
     pieces = split_text(text, budget, FIRST_BYTES if streaming else None)
     # The speed is in each piece's length; pieces with other speeds but the same sampling batch together.
     sampling = dataclasses.replace(options, speed=1.0)
-    overlap = round(DEFAULT_CROSS_FADE * SAMPLE_RATE)
-    tail: Tensor | None = None
+    join = StreamJoin()
     try:
         for i, words in enumerate(pieces):
             frames = synthesizer.duration.total_frames(voice.mel.shape[0], voice.text, words, options.speed)
             wave = await asyncio.wrap_future(engine.submit(Piece(voice, words, frames, sampling, cancelled)))
-            if tail is not None:
-                wave = crossfade([tail, wave], overlap)
-            if i + 1 == len(pieces):
-                yield wave
-            else:
-                keep = max(0, wave.shape[0] - overlap)
-                tail = wave[keep:]
-                yield wave[:keep]
+            yield join.piece(wave, last=i + 1 == len(pieces))
     finally:
         cancelled.set()  # done, failed or abandoned: nothing of this request is left to run

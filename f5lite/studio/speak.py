@@ -25,11 +25,10 @@ from torch import Tensor
 from f5lite.atomic import write_text_atomic
 from f5lite.audio import SAMPLE_RATE, load_audio
 from f5lite.infer.chunking import max_chunk_bytes, prepare_ref_text
-from f5lite.infer.crossfade import crossfade
-from f5lite.infer.synthesizer import DEFAULT_CROSS_FADE, Synthesizer
+from f5lite.infer.synthesizer import Synthesizer
 from f5lite.metrics.asr import load_recognizer
 from f5lite.sampling import SamplerOptions
-from f5lite.serve.speech import FIRST_BYTES, split_text
+from f5lite.serve.speech import FIRST_BYTES, StreamJoin, split_text
 from f5lite.serve.voices import MIN_SECONDS
 from f5lite.studio.names import check_name
 from f5lite.studio.project import Project
@@ -189,8 +188,7 @@ def speak(
         reference, text = stretches[0]
         yield synthesizer.synthesize(text, reference.wave, reference.text, options, seed=seed, seconds=seconds)[0]
         return
-    overlap = round(DEFAULT_CROSS_FADE * SAMPLE_RATE)
-    tail: Tensor | None = None
+    join = StreamJoin()
     pieces: list[tuple[Reference, str]] = []
     for reference, text in stretches:
         budget = max_chunk_bytes(prepare_ref_text(reference.text), reference.wave.shape[0] / SAMPLE_RATE, options.speed)
@@ -198,11 +196,4 @@ def speak(
         pieces.extend((reference, piece) for piece in split_text(text, budget, first))
     for i, (reference, piece) in enumerate(pieces):
         wave = synthesizer.synthesize(piece, reference.wave, reference.text, options, seed=seed, cross_fade=0)[0]
-        if tail is not None:
-            wave = crossfade([tail, wave], overlap)
-        if i + 1 == len(pieces):
-            yield wave
-        else:
-            keep = max(0, wave.shape[0] - overlap)
-            tail = wave[keep:]
-            yield wave[:keep]
+        yield join.piece(wave, last=i + 1 == len(pieces))
