@@ -89,15 +89,17 @@ bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation 
 BENCH_GPU_DEVICE ?= cuda
 BENCH_GPU_MEL := $(shell $(PYTHON) -c "print(','.join(['1200'] * 32))")
 BENCH_GPU_TEXT := $(shell $(PYTHON) -c "print(','.join(['200'] * 32))")
-BENCH_GPU_CONFIGS := F5-TTS bf16,f5lite bf16,F5-TTS bf16 + AC,f5lite bf16 + AC every 2nd,f5lite bf16 + AC
-bench-gpu: $(STAMP) $(F5TTS_DIR)/.installed ## On a CUDA GPU: training step, whole runs and sampling against F5-TTS (dit_base, bf16, 38,400 frames; AC none / every 2nd / every block) into scripts/results/
+BENCH_GPU_CONFIGS := F5-TTS bf16,f5lite bf16,f5lite bf16 + compile,F5-TTS bf16 + AC,f5lite bf16 + AC every 2nd,f5lite bf16 + AC
+bench-gpu: $(STAMP) $(F5TTS_DIR)/.installed ## On a CUDA GPU: training step, whole runs and sampling against F5-TTS (dit_base, bf16, 38,400 frames; compile, AC none / every 2nd / every block; 4-step student) into scripts/results/
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_train.py --device $(BENCH_GPU_DEVICE) --preset base \
 		--mel-lengths $(BENCH_GPU_MEL) --text-lengths $(BENCH_GPU_TEXT) --configs "$(BENCH_GPU_CONFIGS)" \
 		--steps 10 --warmup 3 --rounds 3 --out-dir $(BENCH_OUT)
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_run.py --model base --precision bf16 --frames 38400 \
 		--updates 60 --ckpt-every 20 --workers 4 --rounds 2 --name f5tts_run_$(BENCH_GPU_DEVICE) --out-dir $(BENCH_OUT)
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_sampling.py --defaults --device $(BENCH_GPU_DEVICE) \
-		--batches 1,8 --rounds 3 --out-dir $(BENCH_OUT)
+		--batches 1,8 --rounds 3 --reps 5 --out-dir $(BENCH_OUT)
+	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_sampling.py --fewstep --device $(BENCH_GPU_DEVICE) \
+		--batches 1,8 --rounds 3 --reps 5 --out-dir $(BENCH_OUT)
 
 # The documentation site (mkdocs.yml, docs/): the docs extra goes into .venv once, like $(STAMP).
 DOCS_STAMP := $(VENV)/.installed-docs
