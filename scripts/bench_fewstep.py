@@ -3,14 +3,15 @@
 For every held-out row of a test set (the demo's `val/testset.txt` by default), the teacher samples with its 32
 guided steps (F5-TTS's defaults: cfg 2, sway -1) and that mel is the reference; then the teacher at 4 steps and the
 student at 2, 4 and 8 steps sample the same row with the same noise (seed = row index) and the same duration (the
-byte-ratio rule). Reported per configuration: the mean |mel - teacher 32-step mel| over the generated frames (log-mel
+byte-ratio rule). With `--second-stage`, a second-stage student (distilled from the first with an average of
+itself as the teacher) samples at 2, 4 and 8 steps too. Reported per configuration: the mean |mel - teacher 32-step mel| over the generated frames (log-mel
 units), the median sampling time per row (one process, the configurations interleaved row by row), and, with
 `--eval`, the means of `f5lite-eval` on the same test set (each configuration in its own `f5lite-eval` process:
 WER, speaker similarity, predicted MOS, mel distance to the ground truth). The student at 4 steps should be closer to
 the teacher's 32 steps than the teacher's own 4 steps are.
 
-    python scripts/bench_fewstep.py --teacher runs/demo/export --student runs/demo_student/export --eval \\
-        --out-dir scripts/results
+    python scripts/bench_fewstep.py --teacher runs/demo/export --student runs/demo_student/export \\
+        --second-stage runs/demo_student2/export --eval --out-dir scripts/results
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Setting:
     """One sampled configuration."""
 
     name: str
-    model: str  # "teacher" or "student"
+    model: str  # "teacher", "student" or "second stage"
     steps: int
 
 
@@ -53,31 +54,32 @@ SETTINGS = (
     Setting("student 4 steps", "student", 4),
     Setting("student 8 steps", "student", 8),
 )
+SECOND_STAGE = tuple(Setting(f"second stage {n} steps", "second stage", n) for n in (2, 4, 8))
 
 
-def measure(teacher: Path, student: Path, testset: Path, threads: int) -> dict[str, Any]:
-    """Mel distance to the teacher's 32 steps and sampling time, per setting."""
+def measure(models: dict[str, Path], settings: tuple[Setting, ...], testset: Path, threads: int) -> dict[str, Any]:
+    """Mel distance to the teacher's 32 steps and sampling time, per setting (`models`: name -> export)."""
     torch.set_num_threads(threads)
-    models = {
+    synths = {
         name: Synthesizer.from_pretrained(path, "griffin_lim", device="cpu", dtype="fp32", compile=False)
-        for name, path in (("teacher", teacher), ("student", student))
+        for name, path in models.items()
     }
     rows = read_testset(testset)
-    distances: dict[str, list[float]] = {s.name: [] for s in SETTINGS}
-    seconds: dict[str, list[float]] = {s.name: [] for s in SETTINGS}
+    distances: dict[str, list[float]] = {s.name: [] for s in settings}
+    seconds: dict[str, list[float]] = {s.name: [] for s in settings}
     for i, row in enumerate(rows):
-        synth = models["teacher"]
+        synth = synths["teacher"]
         ref_mel = log_mel(load_audio(row.ref_audio)[None], kind=synth.mel_type)
         ref_text = prepare_ref_text(row.ref_text)
         ids = synth.encoder.encode([ref_text + row.gen_text]).ids
         total = synth.duration.total_frames(ref_mel.shape[1], ref_text, row.gen_text)
         mels = {}
-        for setting in SETTINGS:
-            model = models[setting.model].backbone
+        for setting in settings:
+            model = synths[setting.model].backbone
             start = time.perf_counter()
             mels[setting.name] = sample(model, ref_mel, ids, total, SamplerOptions(steps=setting.steps), seed=i)
             seconds[setting.name].append(time.perf_counter() - start)
-        reference = mels[SETTINGS[0].name][:, ref_mel.shape[1] :]
+        reference = mels[settings[0].name][:, ref_mel.shape[1] :]
         for name, mel in mels.items():
             distances[name].append(float((mel[:, ref_mel.shape[1] :] - reference).abs().mean()))
     return {
@@ -86,15 +88,17 @@ def measure(teacher: Path, student: Path, testset: Path, threads: int) -> dict[s
             "median_sampling_s": round(statistics.median(seconds[s.name]), 4),
             "backbone_calls": s.steps * (2 if s.model == "teacher" else 1),
         }
-        for s in SETTINGS
+        for s in settings
     }
 
 
-def evaluate(teacher: Path, student: Path, testset: Path, work: Path) -> dict[str, dict[str, float]]:
+def evaluate(
+    models: dict[str, Path], settings: tuple[Setting, ...], testset: Path, work: Path
+) -> dict[str, dict[str, float]]:
     """`f5lite-eval` of every setting, each in its own process; the means of its summary."""
     out = {}
-    for setting in SETTINGS:
-        model = teacher if setting.model == "teacher" else student
+    for setting in settings:
+        model = models[setting.model]
         folder = work / setting.name.replace(" ", "_")
         command = [sys.executable, "-m", "f5lite.eval", f"model={model}", f"testset={testset}", f"output={folder}"]
         command += ["vocoder=griffinlim", f"sample.steps={setting.steps}", "device=cpu", "dtype=fp32"]
@@ -111,7 +115,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Few-step student against its teacher",
         "",
-        f"{sbs.describe(result)}; teacher {result['teacher']}, student {result['student']}; test set "
+        f"{sbs.describe(result)}; teacher {result['teacher']}, student {result['student']}"
+        + (f", second stage {result['second_stage']}" if result.get("second_stage") else "")
+        + f"; test set "
         f"{result['testset']} ({result['rows']} rows); {result['threads']} threads, fp32, Griffin-Lim. Distance: mean "
         "|mel - teacher's 32-step mel| over the generated frames (log-mel units), same noise and duration per row. "
         f"Distillation: {result['distillation']}.",
@@ -136,22 +142,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--teacher", type=Path, required=True, help="the teacher's export")
     parser.add_argument("--student", type=Path, required=True, help="the distilled student's export")
+    parser.add_argument("--second-stage", type=Path, help="a second-stage student's export (distilled from --student)")
     parser.add_argument("--testset", type=Path, default=demo_dir() / "val" / "testset.txt")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--eval", action="store_true", help="also run f5lite-eval for every setting (minutes)")
     parser.add_argument("--distillation", default="", help="what the distillation cost, for the page")
     parser.add_argument("--out-dir", type=Path)
     args = parser.parse_args(argv)
-    settings = measure(args.teacher, args.student, args.testset, args.threads)
+    models = {"teacher": args.teacher, "student": args.student}
+    chosen: tuple[Setting, ...] = SETTINGS
+    if args.second_stage:
+        models["second stage"] = args.second_stage
+        chosen += SECOND_STAGE
+    settings = measure(models, chosen, args.testset, args.threads)
     evals: dict[str, dict[str, float]] = {}
     if args.eval:
         with tempfile.TemporaryDirectory() as work:
-            evals = evaluate(args.teacher, args.student, args.testset, Path(work))
+            evals = evaluate(models, chosen, args.testset, Path(work))
     keys = [k for k in ("wer", "sim", "mos", "mel_l1") if any(k in e for e in evals.values())]
     result = {
         **sbs.run_header(),
         "teacher": str(args.teacher),
         "student": str(args.student),
+        "second_stage": str(args.second_stage) if args.second_stage else None,
         "testset": str(args.testset),
         "rows": len(read_testset(args.testset)),
         "threads": args.threads,

@@ -852,6 +852,22 @@ MUTANTS = (
         ("tests/test_distill_parts.py::test_a_student_export_runs_with_its_own_settings_in_every_tool",),
     ),
     Mutant(
+        "DST5",
+        "the second stage's teacher never follows the student: it stays the first stage's export",
+        "f5lite/train/distill.py",
+        "        torch._foreach_lerp_([teacher[k] for k in names], online, [weight] * len(names))",
+        "        torch._foreach_lerp_([teacher[k] for k in names], online, [weight * 0] * len(names))",
+        ("tests/test_distill_train.py::test_the_second_stage_starts_from_the_student_and_its_teacher_averages_it",),
+    ),
+    Mutant(
+        "DST6",
+        "a resumed second stage starts its teacher again from the first stage's export",
+        "f5lite/train/trainer.py",
+        "            self.distillation.load_teacher_state(teacher)",
+        "            del teacher",
+        ("tests/test_distill_train.py::test_a_second_stage_resumes_exactly_with_its_teacher",),
+    ),
+    Mutant(
         "CALLS1",
         "compile=auto plans with one backbone call per midpoint step (it makes two)",
         "f5lite/sampling/options.py",

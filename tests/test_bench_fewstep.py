@@ -35,13 +35,16 @@ def test_bench_fewstep_writes_every_setting(tmp_path: Path) -> None:
     testset = tmp_path / "testset.txt"
     write_testset(testset, read_testset(demo_dir() / "val" / "testset.txt")[:1])
     argv = ["--teacher", str(teacher), "--student", str(student), "--testset", str(testset), "--eval"]
-    assert bench.main([*argv, "--out-dir", str(tmp_path)]) == 0
+    assert bench.main([*argv, "--second-stage", str(student), "--out-dir", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "fewstep_cpu.json").read_text())
     settings = result["settings"]
+    every = bench.SETTINGS + bench.SECOND_STAGE
+    assert list(settings) == [s.name for s in every] and settings["teacher 32 steps"]["mel_l1_to_teacher_32"] == 0
+    assert [settings[s.name]["backbone_calls"] for s in every] == [64, 8, 2, 4, 8, 2, 4, 8]
+    # The same export as first and second stage: the same mels, so the same distances.
     assert (
-        list(settings) == [s.name for s in bench.SETTINGS] and settings["teacher 32 steps"]["mel_l1_to_teacher_32"] == 0
+        settings["second stage 4 steps"]["mel_l1_to_teacher_32"] == settings["student 4 steps"]["mel_l1_to_teacher_32"]
     )
-    assert [settings[s.name]["backbone_calls"] for s in bench.SETTINGS] == [64, 8, 2, 4, 8]
     assert all(settings[name]["mel_l1_to_teacher_32"] > 0 for name in list(settings)[1:])
     assert set(result["eval"]) == set(settings) and all("wer" in e for e in result["eval"].values())
     assert "| student 4 steps | 4 |" in (tmp_path / "fewstep_cpu.md").read_text()

@@ -84,11 +84,63 @@ def test_a_distillation_resumes_exactly(teacher: Path, tmp_path: Path) -> None:
         assert torch.equal(a, b), name
 
 
-def test_refusals_name_the_problem(teacher: Path, tmp_path: Path) -> None:
-    student = tmp_path / "s"
-    Trainer(compose_config(student_overrides(teacher, student, "optim.max_updates=1"))).fit()
-    with pytest.raises(ValueError, match="is a distilled student"):
-        Trainer(compose_config(student_overrides(student / "export", tmp_path / "s2")))
+@pytest.fixture(scope="module")
+def first_stage(teacher: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The export of a first-stage student of `teacher` (a few updates: its step embeddings are no longer zero)."""
+    root = tmp_path_factory.mktemp("stage1")
+    Trainer(compose_config(student_overrides(teacher, root / "run", "optim.max_updates=3"))).fit()
+    return root / "run" / "export"
+
+
+def states(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def test_the_second_stage_starts_from_the_student_and_its_teacher_averages_it(
+    first_stage: Path, tmp_path: Path
+) -> None:
+    # `teacher=DIR` is the command line's spelling of distill.teacher.
+    cfg = compose_config(
+        [*student_overrides(first_stage, tmp_path / "run", "optim.max_updates=2"), "distill.teacher_decay=0.75"]
+    )
+    assert compose_config(["+recipe=distill", f"teacher={first_stage}"]).distill.teacher == str(first_stage)
+    trainer = Trainer(cfg)
+    stage_one = states(load_source(first_stage).backbone)
+    assert any(v.abs().sum() > 0 for k, v in stage_one.items() if k.startswith("step_embed.") and "2." in k)
+    distillation = trainer.distillation
+    assert distillation is not None and distillation.follow == 0.75
+    # Student and teacher both start as the first stage's student, its trained step embeddings included.
+    for name, value in stage_one.items():
+        assert torch.equal(trainer.backbone.state_dict()[name], value), name
+        assert torch.equal(distillation.teacher.state_dict()[name], value), name
+    trainer.fit(until=1)
+    student, teacher = states(trainer.backbone), states(distillation.teacher)
+    moved = 0
+    for name, start in stage_one.items():
+        expected = start + 0.25 * (student[name] - start)  # 1 - decay of the way to the student, after one update
+        torch.testing.assert_close(teacher[name], expected, rtol=0, atol=1e-6 * (1 + start.abs().max().item()))
+        moved += int(not torch.equal(student[name], start))
+    assert moved > len(stage_one) // 2  # the update changed the student, so the average is not trivially its start
+
+
+def test_a_second_stage_resumes_exactly_with_its_teacher(first_stage: Path, tmp_path: Path) -> None:
+    extra = ("optim.max_updates=4", "ckpt.every=2", "distill.teacher_decay=0.5")
+    straight = Trainer(compose_config(student_overrides(first_stage, tmp_path / "a", *extra)))
+    straight.fit()
+    Trainer(compose_config(student_overrides(first_stage, tmp_path / "b", *extra))).fit(until=2)
+    resumed = Trainer(compose_config(student_overrides(first_stage, tmp_path / "b", *extra)))
+    assert resumed.update == 2
+    resumed.fit()
+    assert straight.distillation is not None and resumed.distillation is not None
+    for a, b in ((straight.backbone, resumed.backbone), (straight.distillation.teacher, resumed.distillation.teacher)):
+        for (name, x), y in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+            assert torch.equal(x, y), name
+
+
+def test_refusals_name_the_problem(teacher: Path, first_stage: Path, tmp_path: Path) -> None:
+    # A distilled student's backbone is no flow model of its own: only a distillation starts from it.
+    with pytest.raises(ValueError, match="is a distilled student: fine-tune the model it was distilled from"):
+        make(tmp_path, f"init.weights={first_stage}", "optim.max_updates=1", name="plain")
     # A teacher whose vocab has one more token than the data's: the data must be tokenized as the teacher was.
     data = tmp_path / "data"
     shutil.copytree(demo_dir(), data)

@@ -23,8 +23,9 @@ from f5lite.config.store import register_configs
 from f5lite.config.structured import open_structured
 from f5lite.paths import config_roots
 
-KEY_ALIASES = {"ckpt.async": "ckpt.async_save"}
-"""Spellings the training command line accepts for fields whose real name cannot be a Python identifier."""
+KEY_ALIASES = {"ckpt.async": "ckpt.async_save", "teacher": "distill.teacher"}
+"""Spellings the training command line accepts: for fields whose real name cannot be a Python identifier, and the
+distillation's teacher (`+recipe=distill teacher=DIR`)."""
 
 T = TypeVar("T")
 

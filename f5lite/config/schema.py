@@ -437,9 +437,10 @@ class DistillConfig:
     """
 
     teacher: str | None = None
-    """The teacher: an f5lite export or training run directory. Its architecture becomes `model` and its weights the
-    student's start (`init.weights`). A distilled student's export makes this the second stage: the teacher is then
-    that student, its EMA weights, stepping itself. null: no distillation."""
+    """The teacher: an f5lite export or training run directory (`teacher=DIR` on the command line). Its architecture
+    becomes `model` and its weights the student's start (`init.weights`). A distilled student (the first stage's
+    export) makes the run the second stage: the student starts from it, embeddings included, and the teacher is an
+    average of the student (`teacher_decay`), starting at that export and stepping itself. null: no distillation."""
     steps: list[int] = field(default_factory=lambda: [2, 4, 8])
     """Step counts the student is trained for: each sample takes one step of a grid of one of these counts (with
     `sample.schedule` and `sample.sway`, as the sampler builds it)."""
@@ -450,7 +451,12 @@ class DistillConfig:
     student_guidance: float = 2.0
     """The guidance scale the exported student samples with unless told otherwise."""
     teacher_dtype: str = "auto"
-    """The frozen teacher's weights: `auto` (bf16 on a GPU that computes it, else fp32), `fp32`, `bf16`, `fp16`."""
+    """The teacher's dtype: `auto` (bf16 on a GPU that computes it, else fp32), `fp32`, `bf16`, `fp16`. The first
+    stage's frozen teacher is cast to it; the second stage's keeps float32 weights (it is an average) and computes
+    in it under autocast."""
+    teacher_decay: float = 0.9999
+    """Second stage only: after every applied optimizer update the teacher takes `1 - teacher_decay` of the way to
+    the student (a constant decay from the first update, no warm-up: ZipVoice-Distill's 0.9999)."""
 
     def __post_init__(self) -> None:
         if not self.steps or any(not isinstance(n, int) or n < 1 for n in self.steps):
@@ -462,6 +468,7 @@ class DistillConfig:
         check_at_least("distill.student_steps", self.student_steps, 1)
         check_range("distill.student_guidance", self.student_guidance, 0.0, 100.0)
         check_choice("distill.teacher_dtype", self.teacher_dtype, ("auto", *WEIGHT_DTYPES))
+        check_range("distill.teacher_decay", self.teacher_decay, 0.0, 1.0)
 
 
 @dataclass

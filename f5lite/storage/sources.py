@@ -163,11 +163,17 @@ def load_source(
 
 @dataclass(frozen=True)
 class Weights:
-    """Bare backbone weights (no `transformer.` prefix) and the vocab they were trained with, if the source says."""
+    """Bare backbone weights (no `transformer.` prefix) and the vocab they were trained with, if the source says.
+
+    Attributes:
+        student: a distilled student's own step and guidance embeddings (`StudentBackbone.step_embed`'s state; its
+            backbone's weights are `state`), or None for any other source.
+    """
 
     state: dict[str, torch.Tensor]
     vocab: Vocab | None
     kind: SourceKind
+    student: dict[str, torch.Tensor] | None = None
 
 
 def read_weights(path: str | os.PathLike[str], *, use_ema: bool = True) -> Weights:
@@ -189,6 +195,9 @@ def read_weights(path: str | os.PathLike[str], *, use_ema: bool = True) -> Weigh
             raise ValueError(str(err)) from None
         return Weights({k.removeprefix(PREFIX): v for k, v in state.items()}, None, kind)
     loaded = load_source(path)
+    if isinstance(loaded.backbone, StudentBackbone):
+        inner = loaded.backbone
+        return Weights(inner.backbone.state_dict(), loaded.vocab, kind, student=inner.step_embed.state_dict())
     return Weights(loaded.backbone.state_dict(), loaded.vocab, kind)
 
 

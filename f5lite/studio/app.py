@@ -430,7 +430,9 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
                 with gr.Column():
                     script = gr.Textbox(label="Text to say ({Name} switches to a saved voice)", lines=5)
                     with gr.Accordion("Options", open=False):
-                        steps = gr.Slider(1, 64, value=32, step=1, label="Steps")
+                        steps = gr.Slider(
+                            1, 64, value=32, step=1, label="Steps", info="at 32 a distilled model takes its own (4)"
+                        )
                         cfg = gr.Slider(0, 5, value=2.0, step=0.1, label="Guidance (CFG strength)")
                         cfg_zero = gr.Checkbox(label="CFG-Zero*", value=False)
                         speed = gr.Slider(0.5, 2.0, value=1.0, step=0.05, label="Speed")

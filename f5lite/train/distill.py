@@ -12,13 +12,22 @@ trained for (`distill.steps`, as the sampler builds them: `t` and its step size 
 (`f5lite.sampling.distill.two_step_target`, without gradients), as one step's velocity, and the loss is the mean
 squared error to the student's velocity over the span frames, as in the flow objective.
 
-The teacher is loaded once, frozen, in bf16 on a GPU that computes it (`distill.teacher_dtype`), and is not a
-submodule: it is in no checkpoint, optimizer or gradient all-reduce.
+Two stages, as ZipVoice-Distill trains. The first takes a flow model as the teacher: loaded once, frozen, in bf16
+on a GPU that computes it (`distill.teacher_dtype`), guided by a second, unconditional pass. The second takes the
+first stage's student as `distill.teacher`: the student starts from its weights, embeddings included, and the
+teacher, that same student stepping itself (its guidance as an input, no unconditional pass), becomes an
+exponential moving average of the student being trained, updated after every applied optimizer update with the
+constant decay `distill.teacher_decay` on every rank alike (the ranks hold the same weights, so their averages stay
+equal without communication). That average is the run's state: kept in float32 (an update of 1e-4 of a weight
+vanishes in bf16; the teacher then computes under autocast in `distill.teacher_dtype`) and saved in every training
+checkpoint (`TEACHER_GROUP`), so a resumed second stage continues exactly. Either way the teacher is not a submodule
+of the objective: it is in no optimizer, gradient all-reduce or buffer broadcast.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from contextlib import nullcontext
 
 import torch
 from torch import Tensor, nn
@@ -33,21 +42,23 @@ from f5lite.storage.sources import LoadedSource, load_source
 from f5lite.text import Vocab
 from f5lite.text.vocab import vocab_hash
 
+TEACHER_GROUP = "teacher"
+"""The training checkpoint's tensor group holding the second stage's teacher (the average of the student)."""
+
 
 def load_teacher(cfg: TrainConfig) -> LoadedSource:
     """Read `distill.teacher` (on the CPU, float32).
 
     Raises:
-        ValueError: an unreadable teacher, or a distilled student given as the teacher (the second stage, an EMA of
-            the student as the teacher, is not built yet).
+        ValueError: an unreadable teacher.
     """
     assert cfg.distill.teacher is not None
-    source = load_source(cfg.distill.teacher)
-    if getattr(source.backbone, "distilled", False):
-        raise ValueError(
-            f"distill.teacher={cfg.distill.teacher} is a distilled student; give the teacher it was distilled from"
-        )
-    return source
+    return load_source(cfg.distill.teacher)
+
+
+def is_second_stage(teacher: LoadedSource) -> bool:
+    """Whether the teacher is a distilled student: the run is then the second stage."""
+    return isinstance(teacher.backbone, StudentBackbone)
 
 
 def adopt_teacher(cfg: TrainConfig, teacher: LoadedSource) -> TrainConfig:
@@ -79,19 +90,51 @@ def teacher_dtype(setting: str, device: torch.device) -> torch.dtype:
     return torch.float32
 
 
+def make_distillation(student: StudentBackbone, teacher: LoadedSource, cfg: TrainConfig) -> Distillation:
+    """The objective of a run, with its teacher placed on the student's device as its stage wants it.
+
+    Args:
+        student: the run's network (its weights already loaded).
+        teacher: what `load_teacher` read.
+        cfg: the run's config.
+    """
+    device = next(student.parameters()).device
+    dtype = teacher_dtype(cfg.distill.teacher_dtype, device)
+    if not is_second_stage(teacher):
+        return Distillation(student, teacher.backbone.to(device, dtype), cfg)
+    # The average stays float32 (see the module docstring); a half `teacher_dtype` is the dtype it computes in.
+    compute = None if dtype == torch.float32 else dtype
+    return Distillation(student, teacher.backbone.to(device), cfg, follow=cfg.distill.teacher_decay, autocast=compute)
+
+
 class Distillation(nn.Module):
     """The distillation loss around a student, called as the flow objective is: `(x1, text, lens, generator)`.
 
     Args:
         student: the network being trained (`transformer`, as in `CFM`).
-        teacher: the frozen teacher, on the training device.
+        teacher: the teacher, on the training device.
         cfg: the run's config (`distill`, `sample.schedule`, `sample.sway`).
+        follow: the second stage: the decay with which the teacher averages the student (`follow_student`); None:
+            the teacher stays frozen (the first stage).
+        autocast: the dtype the teacher computes in under autocast, or None (its weights' own dtype).
     """
 
-    def __init__(self, student: StudentBackbone, teacher: nn.Module, cfg: TrainConfig) -> None:
+    def __init__(
+        self,
+        student: StudentBackbone,
+        teacher: nn.Module,
+        cfg: TrainConfig,
+        *,
+        follow: float | None = None,
+        autocast: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         self.transformer = student
         self._teacher = (teacher.eval().requires_grad_(False),)  # a tuple: not a submodule
+        self.follow = follow
+        self.autocast = autocast
+        if follow is not None and list(teacher.state_dict()) != list(student.state_dict()):
+            raise ValueError("the second stage's teacher must be the student's architecture (its state-dict keys)")
         pairs, weights = [], []
         for n in cfg.distill.steps:
             grid = time_grid(n, cfg.sample.schedule, cfg.sample.sway)
@@ -105,8 +148,32 @@ class Distillation(nn.Module):
 
     @property
     def teacher(self) -> nn.Module:
-        """The frozen teacher."""
+        """The teacher."""
         return self._teacher[0]
+
+    @torch.no_grad()
+    def follow_student(self, applied: Tensor) -> None:
+        """After an optimizer update, the second stage's teacher takes `1 - decay` of the way to the student.
+
+        Args:
+            applied: 0-d bool device tensor, False when the update was skipped (the teacher then stays as it was);
+                read on the device, without a host sync.
+        """
+        if self.follow is None:
+            return
+        student, teacher = self.transformer.state_dict(), self.teacher.state_dict()
+        names = [k for k, v in teacher.items() if v.is_floating_point()]
+        weight = (1.0 - self.follow) * applied.to(torch.float32)
+        online = [student[k].detach().float() for k in names]
+        torch._foreach_lerp_([teacher[k] for k in names], online, [weight] * len(names))
+
+    def teacher_state(self) -> dict[str, Tensor]:
+        """The second stage's teacher weights, for a training checkpoint."""
+        return {k: v.detach() for k, v in self.teacher.state_dict().items()}
+
+    def load_teacher_state(self, state: dict[str, Tensor]) -> None:
+        """Restore the second stage's teacher from a training checkpoint."""
+        self.teacher.load_state_dict(state)
 
     def forward(self, x1: Tensor, text: Tensor, lens: Tensor, *, generator: torch.Generator) -> Tensor:
         """The loss of one batch.
@@ -132,7 +199,9 @@ class Distillation(nn.Module):
         t = time.view(-1, 1, 1)
         x_t = (1 - t) * draws.x0 + t * x1
         cond = torch.where(span[..., None], torch.zeros((), dtype=x1.dtype, device=device), x1)
-        target = two_step_target(self.teacher, x_t, cond, text, time, step, guidance, mask)
+        half = nullcontext() if self.autocast is None else torch.autocast(device.type, self.autocast)
+        with half:
+            target = two_step_target(self.teacher, x_t, cond, text, time, step, guidance, mask)
         pred = self.transformer(x_t, cond, text, time, mask, step=step, guidance=guidance)
         weight = span[..., None].to(torch.float32)
         error = (pred.float() - target.float()).square() * weight

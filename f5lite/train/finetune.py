@@ -22,6 +22,7 @@ from torch import nn
 
 from f5lite.config import ModelConfig, TrainConfig
 from f5lite.models import CheckpointError, load_backbone_weights
+from f5lite.models.distill import StudentBackbone
 from f5lite.storage.sources import TEXT_TABLE, read_weights
 from f5lite.text import Vocab, load_vocab
 
@@ -92,25 +93,37 @@ def grow_text_table(table: torch.Tensor, rows: int, generator: torch.Generator) 
     return torch.cat((table, extra.to(table.dtype)))
 
 
-def init_from_pretrained(cfg: TrainConfig, backbone: nn.Module, data_vocab: Vocab | None) -> int:
-    """Load `init.weights` into a freshly built backbone, growing the text table for an extended vocab.
+def init_from_pretrained(cfg: TrainConfig, network: nn.Module, data_vocab: Vocab | None) -> int:
+    """Load `init.weights` into a freshly built network, growing the text table for an extended vocab.
 
     Args:
         cfg: the run's config (`init`, `model`, `seed`).
-        backbone: built for the training data's vocab size.
+        network: the backbone built for the training data's vocab size, or a distillation's student of it; a
+            distilled student's weights (the second stage) load into a student only, embeddings included.
         data_vocab: the training data's vocab (None for the byte tokenizer).
 
     Returns:
         How many text-embedding rows were added (0 when the vocab did not grow).
 
     Raises:
-        ValueError: unreadable weights, another architecture, or a data vocab that does not extend the pretrained.
+        ValueError: unreadable weights, another architecture, a data vocab that does not extend the pretrained, or
+            a distilled student's weights outside a distillation.
     """
     assert cfg.init.weights is not None
     try:
         source = read_weights(cfg.init.weights, use_ema=cfg.init.use_ema)
     except ValueError as err:
         raise ValueError(f"init.weights: {err}") from None
+    student = network if isinstance(network, StudentBackbone) else None
+    backbone = network if student is None else student.backbone
+    if source.student is not None:
+        if student is None:
+            # Its backbone alone is no longer a flow model of its own: it was trained with the step embeddings.
+            raise ValueError(
+                f"init.weights={cfg.init.weights} is a distilled student: fine-tune the model it was distilled from, "
+                f"or distil it further with distill.teacher={cfg.init.weights}"
+            )
+        student.step_embed.load_state_dict(source.student)
     state = source.state
     check_architecture(cfg.model, backbone, state)
     added = 0

@@ -1,7 +1,9 @@
 """Everything done to the model before the first update, in the one documented order.
 
-1. build the backbone from the config and the vocab size (weights seeded by `seed`, the same on every rank);
-2. `init.weights`: pretrained weights, the text table grown for new tokens (`f5lite.train.finetune`);
+1. build the backbone from the config and the vocab size (weights seeded by `seed`, the same on every rank), wrapped
+   as a student for a distillation (`f5lite.models.distill`);
+2. `init.weights`: pretrained weights, the text table grown for new tokens (`f5lite.train.finetune`); a distilled
+   student's embeddings too (a distillation's second stage);
 3. `finetune.lora`: adapters injected, everything else frozen (`f5lite.storage.lora`);
 4. move to the device;
 5. the EMA copy, from the plain module (so its keys are the plain state-dict keys);
@@ -60,9 +62,9 @@ def build_model(
             LoRA without peft or without a matching layer.
     """
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
-    backbone = build_backbone_from_config(cfg.model, num_embeds)
+    # A distillation's student wraps the backbone before the weights are in: a second stage starts from a student.
+    backbone = run_backbone(cfg, build_backbone_from_config(cfg.model, num_embeds))
     grown = init_from_pretrained(cfg, backbone, vocab) if cfg.init.weights else 0
-    backbone = run_backbone(cfg, backbone)  # a distilled student wraps the backbone after its weights are in
     trainable = None
     if cfg.finetune.lora.rank:
         # Only the adapters (and a grown text table, whose new rows must learn) train, are averaged and saved.

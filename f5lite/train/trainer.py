@@ -60,7 +60,14 @@ from f5lite.storage.store import (
 from f5lite.storage.tree import flatten, unflatten
 from f5lite.text.vocab import vocab_hash
 from f5lite.train.best import BestTracker
-from f5lite.train.distill import Distillation, adopt_teacher, check_teacher_vocab, load_teacher, teacher_dtype
+from f5lite.train.distill import (
+    TEACHER_GROUP,
+    Distillation,
+    adopt_teacher,
+    check_teacher_vocab,
+    load_teacher,
+    make_distillation,
+)
 from f5lite.train.duration import DurationTraining
 from f5lite.train.evaluation import Evaluator, prompts_due, validation_due
 from f5lite.train.export import export_run
@@ -173,10 +180,16 @@ class Trainer:
         self.backbone, self.trainable, self.ema = setup.backbone, setup.trainable, setup.ema
         optimizer = make_optimizer(cfg, self.backbone, self.device)
         objective: nn.Module = CFM(self.backbone)
+        self.distillation: Distillation | None = None
         if self.teacher is not None:
-            dtype = teacher_dtype(cfg.distill.teacher_dtype, self.device)
-            teacher = self.teacher.backbone.to(self.device, dtype)
-            objective = Distillation(cast(StudentBackbone, self.backbone), teacher, cfg)
+            self.distillation = make_distillation(cast(StudentBackbone, self.backbone), self.teacher, cfg)
+            objective = self.distillation
+            if self.main and self.distillation.follow is not None:
+                log.info(
+                    "distillation, second stage: the teacher is an average of the student (decay %g), starting at %s",
+                    self.distillation.follow,
+                    cfg.distill.teacher,
+                )
         self.model, self.optimizer = self.acc.prepare(objective, optimizer)
         self.duration: DurationTraining | None = None
         if cfg.duration.train == "alongside":
@@ -242,6 +255,9 @@ class Trainer:
         if self.ema is not None:
             assert ckpt is not None
             self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]), calls=self.update)
+        if self.distillation is not None and self.distillation.follow is not None:
+            teacher = broadcast_tensors(ckpt.tensors[TEACHER_GROUP] if ckpt else None, self.device)
+            self.distillation.load_teacher_state(teacher)
         self._resume_duration(ckpt, meta)
         self.data.sampler.load_state_dict(meta["sampler"])
         self._consumed = self.data.sampler.position  # rounds of this epoch already used (0 after a change of ranks)
@@ -325,6 +341,8 @@ class Trainer:
         if self.trainable is not None:  # the frozen base comes back from init.weights
             model = {k: model[k] for k in self.trainable}
         tensors = {"model": model, "ema": self.ema.state_dict(), "optimizer": opt_tensors}
+        if self.distillation is not None and self.distillation.follow is not None:
+            tensors[TEACHER_GROUP] = self.distillation.teacher_state()
         if self.duration is not None:
             groups, duration_meta = self.duration.state()
             tensors.update(groups)
@@ -415,6 +433,8 @@ class Trainer:
         self.bad_streak = (self.bad_streak + 1) * bad.long()
         if self.ema is not None:  # rank 0 only: the other ranks' averages would never be used
             self.ema.update(self.backbone, finite)
+        if self.distillation is not None:  # every rank: each computes its own targets with the teacher
+            self.distillation.follow_student(finite)
         if self.duration is not None:
             self.duration.step()
         self.update += 1
