@@ -96,6 +96,28 @@ def test_the_sampler_steps_a_student_once_per_step_with_its_size_and_no_uncondit
             sample(student, cond, text, 60, bad, seed=0)
 
 
+def test_a_student_carries_what_it_was_trained_for_and_warns_outside_it(tmp_path: Path) -> None:
+    import warnings
+
+    from f5lite.storage.pretrained import load_pretrained, save_pretrained
+
+    export, _ = make_model_files(tmp_path)
+    teacher, info = load_pretrained(export)
+    trained = {"steps": [2, 4], "guidance": [1.0, 3.0]}
+    student = StudentBackbone(copy.deepcopy(teacher), {"steps": 4}, trained)
+    out = save_pretrained(tmp_path / "student", student, info.model, info.vocab, tokenizer=info.tokenizer)
+    loaded, _ = load_pretrained(out)
+    assert isinstance(loaded, StudentBackbone) and loaded.trained == trained
+    cond, text = torch.randn(1, 30, 100), torch.randint(1, 20, (1, 12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside its training: silent
+        sample(loaded, cond, text, 60, SamplerOptions(steps=2, cfg_strength=3.0), seed=0)
+    with pytest.warns(UserWarning, match=r"with 8 steps \(trained: 2, 4\): outside what it learned"):
+        sample(loaded, cond, text, 60, SamplerOptions(steps=8, cfg_strength=2.0), seed=0)
+    with pytest.warns(UserWarning, match=r"guidance 5 \(trained: 1 to 3\)"):
+        sample(loaded, cond, text, 60, SamplerOptions(steps=4, cfg_strength=5.0), seed=0)
+
+
 def test_a_student_export_runs_with_its_own_settings_in_every_tool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

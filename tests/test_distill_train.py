@@ -105,7 +105,10 @@ def test_the_second_stage_starts_from_the_student_and_its_teacher_averages_it(
     )
     assert compose_config(["+recipe=distill", f"teacher={first_stage}"]).distill.teacher == str(first_stage)
     trainer = Trainer(cfg)
-    stage_one = states(load_source(first_stage).backbone)
+    stage_one_model = load_source(first_stage).backbone
+    # The export says what it was distilled for (the recipe's step counts and guidance range).
+    assert getattr(stage_one_model, "trained", None) == {"steps": [2, 4, 8], "guidance": [1.0, 3.0]}
+    stage_one = states(stage_one_model)
     assert any(v.abs().sum() > 0 for k, v in stage_one.items() if k.startswith("step_embed.") and "2." in k)
     distillation = trainer.distillation
     assert distillation is not None and distillation.follow == 0.75

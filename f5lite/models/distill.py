@@ -62,17 +62,26 @@ class StudentBackbone(nn.Module):
         backbone: the velocity network; its `time_embed` output gets the step embedding added.
         sampler_defaults: the sampler settings it was trained for (`steps`, `cfg_strength`, `schedule`, `sway`),
             which replace the callers' defaults (`f5lite.sampling.options.with_model_defaults`).
+        trained: what the distillation trained it on: `steps` (the step counts) and `guidance` (`[low, high]`);
+            the sampler warns outside them. Empty: not known.
 
     Attributes:
         distilled: always True: the sampler steps it with `step=` and `guidance=` and no unconditional pass.
         sampler_defaults: as given.
+        trained: as given.
     """
 
     distilled = True
 
-    def __init__(self, backbone: nn.Module, sampler_defaults: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        backbone: nn.Module,
+        sampler_defaults: dict[str, Any] | None = None,
+        trained: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.sampler_defaults = dict(sampler_defaults or {})
+        self.trained = dict(trained or {})
         self.backbone = backbone
         inner: Any = backbone  # DiT, MMDiT or UNetT: each has `time_embed` and `mel_dim`
         time_embed = inner.time_embed

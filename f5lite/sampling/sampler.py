@@ -12,6 +12,8 @@ validated `SamplerOptions`, so `sample` checks only its tensors.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
@@ -158,10 +160,11 @@ def _student_solve(
             "a distilled model takes Euler steps with its guidance as an input: method=euler, cfg_zero_star=false "
             "and cfg_zero_init_steps=0"
         )
+    student = cast(Any, model)
+    _warn_untrained(getattr(student, "trained", {}), grid.shape[0] - 1, options.cfg_strength)
     dtype = next(cast(nn.Module, model).parameters()).dtype
     cond_in = step_cond.to(dtype)
     text_embed = model.embed_text(text, step_cond.shape[1], mask, False)
-    student = cast(Any, model)
     for i in range(grid.shape[0] - 1):
         t0, dt = grid[i], grid[i + 1] - grid[i]
         v = student(
@@ -170,6 +173,19 @@ def _student_solve(
         )  # fmt: skip
         x = x + dt * v.to(x.dtype)
     return x
+
+
+def _warn_untrained(trained: dict[str, Any], steps: int, guidance: float) -> None:
+    """Warn (once per message) when a student samples with step counts or guidance it was not distilled for."""
+    counts, (low, high) = trained.get("steps") or [], trained.get("guidance") or (-math.inf, math.inf)
+    outside = []
+    if counts and steps not in counts:
+        outside.append(f"{steps} steps (trained: {', '.join(map(str, counts))})")
+    if not low <= guidance <= high:
+        outside.append(f"guidance {guidance:g} (trained: {low:g} to {high:g})")
+    if outside:
+        message = f"a distilled model sampled with {' and '.join(outside)}: outside what it learned"
+        warnings.warn(message, UserWarning, stacklevel=5)  # the line that called `sample`
 
 
 def _velocity_field(

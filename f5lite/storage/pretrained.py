@@ -10,8 +10,9 @@ config.json         {"format": "f5lite-pretrained", "format_version": 1, "f5lite
 vocab.txt           the token table, line i = id i (absent for the byte tokenizer)
 duration.*          optional: the duration predictor trained with the model (`f5lite.storage.duration_files`)
 student.safetensors only for a distilled student (`f5lite.models.distill`): its step and guidance embeddings;
-                    config.json then has "distilled": {"sampler_defaults": {"steps": 4, ...}}, the settings it
-                    samples with unless told otherwise
+                    config.json then has "distilled": {"sampler_defaults": {"steps": 4, ...}, "trained": {"steps":
+                    [2, 4, 8], "guidance": [1.0, 3.0]}}: the settings it samples with unless told otherwise, and
+                    the step counts and guidance range it was distilled for
 ```
 
 A student's backbone weights are in `model.safetensors` under the teacher's names, so the teacher's tools read them.
@@ -129,7 +130,7 @@ def save_pretrained(
         "dtype": dtype,
     }
     if student is not None:
-        config["distilled"] = {"sampler_defaults": student.sampler_defaults}
+        config["distilled"] = {"sampler_defaults": student.sampler_defaults, "trained": student.trained}
     params = {name for name, _ in backbone.named_parameters()}
     weights = {
         PREFIX + key: (value.to(WEIGHT_DTYPES[dtype]) if key in params else value).detach().cpu().contiguous().clone()
@@ -196,7 +197,7 @@ def load_pretrained(
 
 def _load_student(root: Path, backbone: nn.Module, distilled: dict[str, Any]) -> StudentBackbone:
     """Wrap a loaded backbone as the distilled student its export describes."""
-    student = StudentBackbone(backbone, dict(distilled["sampler_defaults"]))
+    student = StudentBackbone(backbone, dict(distilled["sampler_defaults"]), distilled.get("trained"))
     own = load_file(root / STUDENT_FILE)
     bare = {k[len(STUDENT_PREFIX) :]: v for k, v in own.items() if k.startswith(STUDENT_PREFIX)}
     student.step_embed.load_state_dict(bare, strict=True)

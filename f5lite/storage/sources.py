@@ -210,7 +210,8 @@ def run_backbone(cfg: TrainConfig, backbone: nn.Module) -> nn.Module:
     if not cfg.distill.teacher:
         return backbone
     defaults = {"steps": cfg.distill.student_steps, "cfg_strength": cfg.distill.student_guidance}
-    return StudentBackbone(backbone, defaults)
+    trained = {"steps": list(cfg.distill.steps), "guidance": [float(g) for g in cfg.distill.guidance]}
+    return StudentBackbone(backbone, defaults, trained)
 
 
 def _load_run(root: Path, step: int | None) -> LoadedSource:
