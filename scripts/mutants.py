@@ -849,7 +849,10 @@ MUTANTS = (
         "f5lite/sampling/options.py",
         "    if not own:",
         "    if True:",
-        ("tests/test_distill_parts.py::test_a_student_export_runs_with_its_own_settings_in_every_tool",),
+        (
+            "tests/test_distill_parts.py::test_a_student_export_runs_with_its_own_settings_in_every_tool",
+            "tests/test_serve_student.py",
+        ),
     ),
     Mutant(
         "DST5",
@@ -863,7 +866,7 @@ MUTANTS = (
         "DST6",
         "a resumed second stage starts its teacher again from the first stage's export",
         "f5lite/train/trainer.py",
-        "            self.distillation.load_teacher_state(teacher)",
+        "            self.distillation.teacher.load_state_dict(teacher)",
         "            del teacher",
         ("tests/test_distill_train.py::test_a_second_stage_resumes_exactly_with_its_teacher",),
     ),

@@ -149,38 +149,18 @@ def test_a_student_export_runs_with_its_own_settings_in_every_tool(
     assert infer([*args, f"output={tmp_path / 'out.wav'}", "sample.vocoder=griffin_lim", "device=cpu"]) == 0
     assert grids == [4, 8, 4]  # its own 4 steps unless told otherwise, in the library and in f5lite-infer
     grids.clear()
-    served_and_spoken(synthesizer, make_reference(tmp_path))
-    assert grids == [4, 4]  # f5lite-serve's model thread and the studio's Speak, at their own default settings
+    spoken(synthesizer, make_reference(tmp_path))
+    assert grids == [4]  # the studio's Speak at its tab's settings (f5lite-serve: tests/test_serve_student.py)
 
     (out / STUDENT_FILE).unlink()
     with pytest.raises(PretrainedError, match="student.safetensors"):
         load_pretrained(out)
 
 
-def served_and_spoken(synthesizer: object, reference: Path) -> None:
-    """One piece through f5lite-serve's model thread and one through the studio's Speak, each at the settings the
-    app builds when nothing is changed (the server's command-line defaults; the Speak tab's widgets as shown)."""
-    pytest.importorskip("fastapi")
-    import threading
-
-    from f5lite.audio import load_audio, log_mel
-    from f5lite.serve.cli import _parser
-    from f5lite.serve.engine import Engine, Piece
-    from f5lite.serve.voices import Voice
+def spoken(synthesizer: object, reference: Path) -> None:
+    """One piece through the studio's Speak at the settings its tab shows when nothing is changed."""
+    from f5lite.audio import load_audio
     from f5lite.studio.speak import Reference, speak
 
-    args = _parser().parse_args(["M"])
-    options = SamplerOptions(
-        steps=args.steps, method=args.method, schedule=args.schedule, sway=args.sway, cfg_strength=args.cfg_strength,
-        cfg_zero_init_steps=args.cfg_zero_init_steps, cfg_zero_star=args.cfg_zero_star,
-    )  # fmt: skip
-    engine = Engine(synthesizer, max_batch=1, max_batch_frames=8192, max_wait=0.0)
-    try:
-        wave = load_audio(reference)
-        mel = log_mel(wave[None], kind=synthesizer.mel_type)[0]
-        voice = Voice("v", "ABC 12. ", wave, 0.1, mel)
-        engine.submit(Piece(voice, "DEAF CAB.", mel.shape[0] + 40, options, threading.Event())).result(timeout=60)
-    finally:
-        engine.stop()
     shown = SamplerOptions(steps=32, cfg_strength=2.0, cfg_zero_star=False, speed=1.0)
     list(speak(synthesizer, [(Reference(load_audio(reference), "ABC 12. "), "DEAF CAB.")], shown, seed=0))

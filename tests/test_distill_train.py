@@ -6,11 +6,15 @@ the student runs `+recipe=distill` with the same data at a tiny batch.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 from trainer_helpers import make
 
 from f5lite.config import compose_config
@@ -19,6 +23,7 @@ from f5lite.paths import demo_dir
 from f5lite.sampling import SamplerOptions, sample
 from f5lite.storage.sources import load_source
 from f5lite.train import Trainer
+from f5lite.train.distill import TEACHER_GROUP
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +159,27 @@ def test_refusals_name_the_problem(teacher: Path, first_stage: Path, tmp_path: P
     for bad, message in (("distill.steps=[]", "distill.steps"), ("distill.guidance=[3,1]", "distill.guidance")):
         with pytest.raises(ValueError, match=message):
             compose_config(student_overrides(teacher, tmp_path / "s4", bad))
+
+
+@pytest.mark.slow  # three two-rank runs under torchrun, ~1 min
+def test_a_two_rank_second_stage_resumes_with_the_same_teacher_on_every_rank(first_stage: Path, tmp_path: Path) -> None:
+    """Only rank 0 reads the checkpoint: rank 1's teacher comes from it too, or its targets (and so the all-reduced
+    gradients, and so the student) would differ from a run that never stopped."""
+    extra = ("optim.max_updates=4", "ckpt.every=2", "distill.teacher_decay=0.5", "data.num_workers=0")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def torchrun(run: Path, *more: str) -> None:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "f5lite.train"]
+        done = subprocess.run(
+            [*cmd, *student_overrides(first_stage, run, *extra, *more)], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    torchrun(tmp_path / "straight")
+    torchrun(tmp_path / "stopped", "optim.max_updates=2")  # the same run, ended at its checkpoint of update 2
+    torchrun(tmp_path / "stopped")  # resumed to update 4 (the changed max_updates is allowed on resume)
+    for group in ("model", TEACHER_GROUP):
+        straight, resumed = (load_file(tmp_path / run / "checkpoints" / "step-00000004" / f"{group}.safetensors")
+                             for run in ("straight", "stopped"))  # fmt: skip
+        for name, value in straight.items():
+            assert torch.equal(value, resumed[name]), (group, name)

@@ -133,8 +133,6 @@ class Distillation(nn.Module):
         self._teacher = (teacher.eval().requires_grad_(False),)  # a tuple: not a submodule
         self.follow = follow
         self.autocast = autocast
-        if follow is not None and list(teacher.state_dict()) != list(student.state_dict()):
-            raise ValueError("the second stage's teacher must be the student's architecture (its state-dict keys)")
         pairs, weights = [], []
         for n in cfg.distill.steps:
             grid = time_grid(n, cfg.sample.schedule, cfg.sample.sway)
@@ -166,14 +164,6 @@ class Distillation(nn.Module):
         weight = (1.0 - self.follow) * applied.to(torch.float32)
         online = [student[k].detach().float() for k in names]
         torch._foreach_lerp_([teacher[k] for k in names], online, [weight] * len(names))
-
-    def teacher_state(self) -> dict[str, Tensor]:
-        """The second stage's teacher weights, for a training checkpoint."""
-        return {k: v.detach() for k, v in self.teacher.state_dict().items()}
-
-    def load_teacher_state(self, state: dict[str, Tensor]) -> None:
-        """Restore the second stage's teacher from a training checkpoint."""
-        self.teacher.load_state_dict(state)
 
     def forward(self, x1: Tensor, text: Tensor, lens: Tensor, *, generator: torch.Generator) -> Tensor:
         """The loss of one batch.

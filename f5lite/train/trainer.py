@@ -257,7 +257,7 @@ class Trainer:
             self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]), calls=self.update)
         if self.distillation is not None and self.distillation.follow is not None:
             teacher = broadcast_tensors(ckpt.tensors[TEACHER_GROUP] if ckpt else None, self.device)
-            self.distillation.load_teacher_state(teacher)
+            self.distillation.teacher.load_state_dict(teacher)
         self._resume_duration(ckpt, meta)
         self.data.sampler.load_state_dict(meta["sampler"])
         self._consumed = self.data.sampler.position  # rounds of this epoch already used (0 after a change of ranks)
@@ -342,7 +342,7 @@ class Trainer:
             model = {k: model[k] for k in self.trainable}
         tensors = {"model": model, "ema": self.ema.state_dict(), "optimizer": opt_tensors}
         if self.distillation is not None and self.distillation.follow is not None:
-            tensors[TEACHER_GROUP] = self.distillation.teacher_state()
+            tensors[TEACHER_GROUP] = self.distillation.teacher.state_dict()
         if self.duration is not None:
             groups, duration_meta = self.duration.state()
             tensors.update(groups)
