@@ -45,6 +45,13 @@ def make_voices(root: Path) -> tuple[Path, dict[str, str]]:
 @contextmanager
 def server(root: Path, *args: str) -> Iterator[str]:
     """Start `python -m f5lite.serve` with the tiny export; yield its base URL once `/health` says ready."""
+    with server_process(root, *args) as (url, _):
+        yield url
+
+
+@contextmanager
+def server_process(root: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`server`, yielding the process too (its pid, for /proc)."""
     export = root / "export"
     if not export.is_dir():
         make_model_files(root)
@@ -67,11 +74,17 @@ def server(root: Path, *args: str) -> Iterator[str]:
                 pass
             assert time.monotonic() < deadline, "the server did not get ready in 120 s"
             time.sleep(0.2)
-        yield url
+        yield url, process
     finally:
         process.terminate()
-        process.wait(timeout=30)
-        log.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()  # never left behind, even when a planted bug keeps it from stopping
+            process.wait(timeout=30)
+            raise
+        finally:
+            log.close()
 
 
 def seconds_of(data: bytes, fmt: str) -> float:

@@ -7,11 +7,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 from gradio_client import Client
+from gradio_client.exceptions import AppError
 from serve_assets import free_port
+
+from f5lite.studio.cli import AUTH_ENV
 
 AUTH = ("tester", "s3cret")
 
@@ -22,11 +28,21 @@ class Studio:
     Args:
         root: the workspace.
         auth: the login, or None for an open studio.
+        args: further command-line options.
+        env: further environment variables; the login goes there instead of `--auth` when it holds `AUTH_ENV`.
     """
 
-    def __init__(self, root: Path, auth: tuple[str, str] | None = AUTH) -> None:
+    def __init__(
+        self,
+        root: Path,
+        auth: tuple[str, str] | None = AUTH,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.root = root
         self.auth = auth
+        self.args = list(args)
+        self.env = dict(env or {})
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.process: subprocess.Popen[bytes] | None = None
@@ -35,12 +51,12 @@ class Studio:
     def start(self) -> Client:
         """Start the studio; return a client once the page answers."""
         args = ["--root", str(self.root), "--port", str(self.port), "--vocoder", "griffin_lim", "--device", "cpu"]
-        if self.auth:
+        if self.auth and AUTH_ENV not in self.env:
             args += ["--auth", ":".join(self.auth)]
         log = open(self.root.parent / f"studio-{self.port}.log", "ab")  # noqa: SIM115 - closed with the process
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "f5lite.studio", *args], stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            [sys.executable, "-m", "f5lite.studio", *args, *self.args], stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env={**os.environ, **self.env},
         )  # fmt: skip
         log.close()
         deadline = time.monotonic() + 120
@@ -73,6 +89,15 @@ class Studio:
         if self.client is not None:
             self.client.close()
             self.client = None
+
+
+def refused(client: Client, *args: Any, api_name: str) -> str:
+    """The one-line message the page shows for a refused call."""
+    with pytest.raises(AppError) as err:
+        client.predict(*args, api_name=api_name)
+    message = str(err.value)
+    assert "Traceback" not in message and "\n" not in message.strip()
+    return message
 
 
 def wait_for(check, timeout: float, what: str, every: float = 0.5):  # type: ignore[no-untyped-def]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -12,7 +13,9 @@ import pytest
 import soundfile as sf
 import torch
 
-from f5lite.audio import AudioError, load_audio, save_audio
+from f5lite.audio import AudioError, decode_audio, load_audio, save_audio
+from f5lite.audio.resample import ResampleStream
+from f5lite.serve.encoding import StreamEncoder, with_flac_total
 
 
 def sine(freq: float, seconds: float, rate: int, amplitude: float = 0.5) -> np.ndarray:
@@ -152,3 +155,57 @@ def test_save_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sample_rate"):
         save_audio(tmp_path / "out.wav", wave, 0)
     assert not os.path.exists(tmp_path / "out.wav")
+
+
+def flac_of_unknown_length(seconds: float) -> bytes:
+    """A streamed FLAC (24 kHz) whose header leaves its length unknown, holding `seconds` of silence."""
+    encoder = StreamEncoder("flac", round(seconds * 24_000))
+    return with_flac_total(encoder.feed(torch.zeros(round(seconds * 24_000))) + encoder.finish(), 0)
+
+
+@pytest.mark.parametrize(
+    ("rate", "channels", "words"),
+    [
+        (1, 1, "its sample rate is 1 Hz; audio must be 8,000 to 192,000 Hz"),
+        (7_999, 1, "its sample rate is 7,999 Hz"),
+        (192_001, 1, "its sample rate is 192,001 Hz"),
+        (16_000, 9, "it has 9 channels; at most 8 are read"),
+    ],
+)
+def test_a_header_outside_the_limits_is_refused_before_decoding(tmp_path: Path, rate, channels, words) -> None:
+    path = tmp_path / "odd.wav"
+    sf.write(path, np.zeros((max(rate // 10, 1), channels), np.float32), rate)
+    with pytest.raises(AudioError, match=re.escape(words)):
+        load_audio(path)
+    for limit in (8_000, 192_000):  # the bounds themselves are read
+        sf.write(path, np.zeros((limit // 10, 8), np.float32), limit)
+        assert load_audio(path).shape == (2400,)
+
+
+def test_the_length_limit_holds_on_the_header_and_while_decoding(tmp_path: Path) -> None:
+    path = tmp_path / "long.wav"
+    sf.write(path, np.zeros(16_000 * 20, np.float32), 16_000)
+    with pytest.raises(AudioError, match=r"is 20.0 s long; the most accepted is 15 s"):
+        load_audio(path, max_seconds=15)
+    assert load_audio(path, max_seconds=20).shape == (24_000 * 20,)
+    # A header that does not know the length (libsndfile takes it for endless): stopped as the samples pass it.
+    unknown = flac_of_unknown_length(20.0)
+    assert sf.info(io.BytesIO(unknown)).frames > 1 << 62
+    with pytest.raises(AudioError, match=r"decodes to more than 15 s, the most accepted"):
+        decode_audio(unknown, "the clip", max_seconds=15)
+    # (libsndfile cannot read such a FLAC to its end at all: one within the limit is refused there, in one line.)
+    with pytest.raises(AudioError, match=r"cannot read the clip: "):
+        decode_audio(flac_of_unknown_length(2.0), "the clip", max_seconds=15)
+
+
+def test_an_odd_rate_resamples_in_linear_cost(tmp_path: Path) -> None:
+    # 44,101 Hz shares no factor with 24,000: a sinc kernel for the exact ratio would be gigabytes.
+    path = tmp_path / "odd.wav"
+    sf.write(path, sine(1000, 1.0, 44_101), 44_101, subtype="FLOAT")
+    wave = load_audio(path)
+    assert wave.shape == (24_000,)
+    assert abs(peak_frequency(wave, 24_000) - 1000) <= 1
+    streamed = ResampleStream(44_101, 24_000)
+    blocks = torch.from_numpy(sine(1000, 1.0, 44_101)).split(10_000)
+    joined = torch.cat([streamed.feed(b, last=i + 1 == len(blocks)) for i, b in enumerate(blocks)])
+    torch.testing.assert_close(joined, wave, rtol=0, atol=0)  # block by block, the same samples

@@ -33,6 +33,9 @@ def test_the_benchmark_times_the_vad_and_each_configuration(tmp_path: Path) -> N
     vad, run = document["rows"]
     assert (vad["stage"], run["stage"], run["asr"], run["workers"]) == ("vad only", "transcribe", "pocketsphinx", 1)
     for row in (vad, run):
-        assert row["speed"] == pytest.approx(document["audio_hours"] * 3600 / row["wall_s"], rel=0.02)
+        # The script rounds the speed to 0.1 h/h and the audio to 1e-4 h (0.18 s of the 30 s, 0.6 %): a speed of 1.76
+        # on a busy machine is written 1.8, 2 % off, so the bound is the sum of the two roundings, not a percentage.
+        speed = document["audio_hours"] * 3600 / row["wall_s"]
+        assert abs(row["speed"] - speed) <= 0.05 + 0.01 * speed, (row, speed)
     assert run["clips_kept"] >= 6 and run["failed"] == 0
     assert "| transcribe | pocketsphinx | 1 |" in (tmp_path / "t.md").read_text()

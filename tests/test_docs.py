@@ -19,7 +19,8 @@ Every other command is LONG (training, the demo, the test suite, a server) and i
 - `<f5lite console script> ARGS`: the script is declared in `pyproject.toml` and its function imports;
 - `mkdocs ...` (also as `.venv/bin/mkdocs`): `mkdocs.yml` exists and the `docs` extra installs mkdocs;
 - `pip install ...`: every extra it names (`'.[zh,eval]'`) is declared in `pyproject.toml`;
-- `curl ... URL ...` (a call to `f5lite-serve`): the URL's path is a route of `f5lite/serve/app.py`.
+- `curl ... URL ...` (a call to `f5lite-serve`): the URL's path is a route of `f5lite/serve/app.py` (or a route
+  constant of `f5lite/serve/guard.py`).
 
 A command that fits none of these fails the test: a new kind of command needs a rule here first.
 """
@@ -276,7 +277,8 @@ def check_long(words: list[str]) -> None:
         (url,) = [word for word in words[1:] if word.startswith("http")]
         path = "/" + url.split("://", 1)[1].partition("/")[2]
         routes = re.findall(r'@app\.(?:get|post|delete)\("([^"]+)"\)', (ROOT / "f5lite/serve/app.py").read_text())
-        routes += re.findall(r"^_SPEECH = \"([^\"]+)\"", (ROOT / "f5lite/serve/app.py").read_text(), re.MULTILINE)
+        # Routes named by a constant (the guard checks them too): `SPEECH = "/v1/audio/speech"`.
+        routes += re.findall(r'^[A-Z]+ = "(/[^"]+)"', (ROOT / "f5lite/serve/guard.py").read_text(), re.MULTILINE)
         assert path in routes, f"curl {url}: f5lite-serve has no route {path}"
     else:
         pytest.fail(f"no rule for the README command {' '.join(words)!r}: add one to tests/test_docs.py")

@@ -45,7 +45,14 @@ def report(tmp_path: Path) -> tuple[Path, list[dict]]:
     """A report of three items over demo clips standing in for the output (the third without ground truth)."""
     test_rows = eval_rows(with_gt=2)
     rows = [
-        {"id": t.id, "gen_text": t.gen_text, "audio": str(t.ref_audio), "wer": wer, "transcript": f"heard {t.id}"}
+        {
+            "id": t.id,
+            "gen_text": t.gen_text,
+            "audio": str(t.ref_audio),
+            "wer": wer,
+            "transcript": f"heard {t.id}",
+            "duration_error_rule": 0.1,
+        }  # summed up apart (as a median), with no mean: no summary row
         for t, wer in zip(test_rows, (0.2, 0.6, 0.4), strict=True)
     ]
     rows[0]["gen_text"] = "<script>alert('x')</script> & \"quotes\""
@@ -65,6 +72,7 @@ def test_report_tables_escape_and_order(report) -> None:
     summary_table = text[text.index('<table id="summary">') : text.index("</table>")]
     assert re.search(r"<td>wer</td><td>lower</td><td class='num'>0.400</td><td class='num'>0.050</td>", summary_table)
     assert "<td class='num'>3</td><td class='num'>2</td>" in summary_table
+    assert summary_table.count("<tr>") == 3 and "duration_error_rule" not in summary_table  # header, wer, items
     assert re.findall(r"<tr class='item' id='item-([^']+)'>", text) == [rows[1]["id"], rows[2]["id"], rows[0]["id"]]
     assert (
         "<script>" not in text and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quotes&quot;" in text

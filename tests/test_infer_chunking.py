@@ -58,7 +58,29 @@ def test_a_long_sentence_is_cut_at_clauses_then_words():
     assert chunks[0] == "alpha beta gamma,"
     assert all(len(c.encode()) <= 25 for c in chunks)
     assert " ".join(chunks) == text
-    assert chunk_text("Supercalifragilistic word", 5) == ["Supercalifragilistic", "word"]
+    assert chunk_text("Supercalifragilistic word", 5) == ["Super", "calif", "ragil", "istic", "word"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 4000,  # one 4,000-character word
+        "https://example.com/" + "a1b2c3/" * 300,  # a URL
+        "今天天气很好我们去公园吧" * 300,  # CJK without punctuation: one word of 3,600 characters
+        "Go to " + "QUJD" * 500 + "= now.",  # base64 inside a sentence
+    ],
+)
+def test_no_chunk_is_longer_than_the_budget_however_long_a_word(text):
+    chunks = chunk_text(text, 100)
+    assert chunks and all(len(c.encode()) <= 100 for c in chunks)
+    assert "".join(chunks).replace(" ", "") == text.replace(" ", "")  # every character kept, in order
+    assert chunk_text("é" * 3, 1) == ["é", "é", "é"]  # never inside a character, even under one character's bytes
+
+
+def test_a_reference_transcript_too_long_for_its_clip_is_refused():
+    assert max_chunk_bytes("x" * 70, 2.0) > 0  # 35 characters per second: a fast speaker
+    with pytest.raises(ValueError, match="4000 characters for 2.0 s of audio .2000 per second; at most 35"):
+        max_chunk_bytes("x" * 4000, 2.0)
 
 
 def test_decimal_points_do_not_end_sentences():

@@ -145,6 +145,10 @@ def test_bad_inputs_raise_one_line_value_errors(synth, files):
         assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="reference audio is 22.0 s long"):
         synth.synthesize(GEN_TEXT, torch.zeros(22 * 24000) + 0.1, REF_TEXT, TWO_STEPS)
+    long = files["ref"].parent / "long.flac"  # a file over the window: refused on its header, not decoded
+    f5lite.save_audio(long, torch.zeros(30 * 8000), 8000)
+    with pytest.raises(ValueError, match=r"long.flac' is 30.0 s long; the most accepted is 22 s"):
+        synth.synthesize(GEN_TEXT, long, REF_TEXT, TWO_STEPS)
 
 
 def test_official_checkpoint_loads_with_recipe_and_vocab(files, synth):

@@ -62,9 +62,15 @@ def test_every_response_format_decodes_to_the_expected_length(served, client: op
     assert lengths["pcm"] == pytest.approx(expected_seconds(voices, texts, "us_male", SHORT), abs=0.1)
     for fmt, seconds in lengths.items():  # the codecs pad by a frame or two at most
         assert seconds == pytest.approx(lengths["pcm"], abs=0.1), fmt
-    wave, rate = sf.read(io.BytesIO(client.audio.speech.create(model="tts-1", voice="us_male", input=SHORT,
-                                                                response_format="wav").content))  # fmt: skip
-    assert rate == 24_000 and wave.ndim == 1
+    samples = round(lengths["pcm"] * 24_000)
+    for fmt in ("wav", "flac"):  # streamed, yet their headers carry the exact length: soundfile reads them
+        data = client.audio.speech.create(model="tts-1", voice="us_male", input=LONG, response_format=fmt).content
+        info = sf.info(io.BytesIO(data))
+        wave, rate = sf.read(io.BytesIO(data))
+        assert rate == 24_000 and wave.ndim == 1 and info.frames == wave.shape[0] == seconds_of(data, fmt) * 24_000
+        pcm = client.audio.speech.create(model="tts-1", voice="us_male", input=LONG, response_format="pcm").content
+        assert wave.shape[0] == len(pcm) // 2, fmt  # the planned length is the length made
+    assert samples > 0
 
 
 def test_speed_changes_the_length(served, client: openai.OpenAI) -> None:
@@ -130,6 +136,24 @@ def test_bad_requests_get_openais_error_shape_and_status(client, change, error, 
     assert words in body["message"] and set(body) == {"message", "type", "param", "code"}
 
 
+def test_bad_json_is_named_and_there_are_no_open_api_pages(served) -> None:
+    url, auth = served[0], {"Authorization": f"Bearer {KEY}"}
+    json_type = {**auth, "content-type": "application/json"}
+    bad = httpx.post(f"{url}/v1/audio/speech", content=b'{"model": "tts-1", "input": ', headers=json_type)
+    assert bad.status_code == 400 and bad.json()["error"]["param"] is None  # not a byte offset
+    assert bad.json()["error"]["message"].startswith("the body is not valid JSON")
+    # A web form's plain-text post (what a page can send without asking) is not read as JSON.
+    plain = httpx.post(
+        f"{url}/v1/audio/speech", content=b'{"model": "tts-1"}', headers={**auth, "content-type": "text/plain"}
+    )
+    assert plain.status_code == 400 and "sent as Content-Type: application/json" in plain.json()["error"]["message"]
+    assert (
+        httpx.get(f"{url}/openapi.json").status_code == 401
+        and httpx.get(f"{url}/openapi.json", headers=auth).is_success
+    )
+    assert httpx.get(f"{url}/docs").status_code == 404 and httpx.get(f"{url}/redoc").status_code == 404
+
+
 def test_a_missing_or_wrong_key_is_refused_but_health_needs_none(served) -> None:
     url = served[0]
     wrong = openai.OpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0)
@@ -167,7 +191,8 @@ def test_voices_are_added_used_and_deleted_over_http(served, client: openai.Open
     added = httpx.post(f"{url}/v1/voices", headers=auth, data={"name": "narrator", "text": "Some call me nature."},
                        files={"file": ("n.ogg", clip)})  # fmt: skip
     assert added.status_code == 200, added.text
-    assert (voices / "narrator.wav").is_file() and (voices / "narrator.txt").read_text() == "Some call me nature.\n"
+    uploaded = voices / "uploaded"  # apart from the operator's clips, which HTTP never deletes
+    assert (uploaded / "narrator.wav").is_file() and (uploaded / "narrator.txt").read_text() == "Some call me nature.\n"
     speech = client.audio.speech.create(model="tts-1", voice="narrator", input=SHORT, response_format="pcm")
     assert seconds_of(speech.content, "pcm") > 0.5
     again = httpx.post(f"{url}/v1/voices", headers=auth, data={"name": "narrator"}, files={"file": ("n.ogg", clip)})
@@ -183,13 +208,16 @@ def test_voices_are_added_used_and_deleted_over_http(served, client: openai.Open
     refused = httpx.post(f"{url}/v1/voices", headers=auth, data={"name": "brief", "text": "Hi."},
                          files={"file": ("b.wav", short.getvalue())})  # fmt: skip
     assert refused.status_code == 400 and "a reference must be 1 to 15 s long" in refused.json()["error"]["message"]
-    assert not (voices / "brief.txt").exists() and not (voices / "brief.wav").exists()  # nothing left behind
+    assert not list(voices.rglob("brief.*"))  # nothing left behind
     big = httpx.post(f"{url}/v1/voices", headers=auth, data={"name": "big"},
                      files={"file": ("b.wav", b"0" * (11 * 2**20))})  # fmt: skip
     assert big.status_code == 413
     assert httpx.delete(f"{url}/v1/voices/narrator", headers=auth).json() == {"deleted": "narrator"}
-    assert not (voices / "narrator.wav").exists() and not (voices / "narrator.txt").exists()
+    assert not (uploaded / "narrator.wav").exists() and not (uploaded / "narrator.txt").exists()
     assert httpx.delete(f"{url}/v1/voices/narrator", headers=auth).status_code == 404
+    own = httpx.delete(f"{url}/v1/voices/us_male", headers=auth)  # the operator's voice: kept
+    assert own.status_code == 403 and "only voices added over HTTP" in own.json()["error"]["message"]
+    assert (voices / "us_male.ogg").is_file() and (voices / "us_male.txt").is_file()
     with pytest.raises(openai.NotFoundError):
         client.audio.speech.create(model="tts-1", voice="narrator", input=SHORT)
 

@@ -16,8 +16,10 @@ def test_a_stream_starts_with_a_short_piece_cut_at_a_clause_or_between_words() -
     words = split_text("abcdefgh " * 10, 200, 20)
     assert words[0] == "abcdefgh abcdefgh" and " ".join(words) == ("abcdefgh " * 10).strip()
     chinese = "今天天气很好，我们去公园散步吧。明天再说。"
-    first, *rest = split_text(chinese, 200, 20)
+    first, *rest = split_text(chinese, 200, 21)
     assert first == "今天天气很好，" and first + "".join(rest) == chinese  # CJK: cut after the mark, no space
+    first, *rest = split_text(chinese, 200, 20)  # the clause is one byte over: cut between characters
+    assert first == "今天天气很好" and first + "".join(rest) == chinese
 
 
 def test_a_whole_response_is_cut_as_f5lite_infer_cuts_it() -> None:

@@ -22,9 +22,8 @@ import httpx
 import pytest
 import soundfile as sf
 from gradio_client import Client, handle_file
-from gradio_client.exceptions import AppError
 from infer_assets import make_model_files
-from studio_assets import AUTH, Studio, wait_for
+from studio_assets import AUTH, Studio, refused, wait_for
 from transcribe_assets import build_recording
 
 from f5lite.paths import demo_dir
@@ -66,15 +65,6 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
 def client(studio: Studio) -> Client:
     assert studio.client is not None
     return studio.client
-
-
-def refused(client: Client, *args: Any, api_name: str) -> str:
-    """The one-line message the page shows for a refused call."""
-    with pytest.raises(AppError) as err:
-        client.predict(*args, api_name=api_name)
-    message = str(err.value)
-    assert "Traceback" not in message and "\n" not in message.strip()
-    return message
 
 
 def test_the_studio_asks_for_its_login_and_serves_no_file_outside_the_workspace(studio: Studio) -> None:
@@ -269,7 +259,7 @@ def test_train_tab_fine_tunes_stops_survives_a_studio_restart_and_resumes(
     info = info_when(client, "ft", lambda line: update_of(line) >= 10, 180, "progress")
     assert "running" in info
     overrides = json.loads((run_dir / "studio" / "overrides.json").read_text())
-    assert f"init.weights={studio.root / PROJECT / 'exports' / 'tiny'}" in overrides
+    assert f"init.weights='{studio.root / PROJECT / 'exports' / 'tiny'}'" in overrides
 
     # The studio goes away and comes back: the run trains on, and the new studio sees it training.
     studio.stop()
@@ -350,6 +340,7 @@ def test_command_line_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str
             (["--port", str(port)], "is in use"),
             (["--port", "0"], "is not a port number"),
             (["--auth", "nopassword"], "--auth must be USER:PASSWORD"),
+            (["--max-upload-mb", "0"], "--max-upload-mb 0 must be at least 1"),
         ):
             assert main(["--root", str(tmp_path / "ws"), *args]) == 2
             err = capsys.readouterr().err

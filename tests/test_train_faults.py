@@ -149,6 +149,29 @@ def test_a_live_lock_refuses_and_a_stale_one_is_taken_over(tmp_path: Path, caplo
     make(tmp_path, "optim.max_updates=2").fit()
 
 
+def test_a_lock_of_a_pid_now_given_to_another_process_is_stale(tmp_path: Path) -> None:
+    import json
+    import socket
+
+    from f5lite.storage.lock import RunLock, RunLockError, process_start
+
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock = {"host": socket.gethostname(), "pid": holder.pid, "start": process_start(holder.pid), "since": 0}
+        (tmp_path / LOCK_FILE).write_text(json.dumps(lock))
+        with pytest.raises(RunLockError, match=rf"in use by pid {holder.pid}"):
+            RunLock(tmp_path).acquire()
+        # The same pid, but another process: the one that wrote the lock is gone (a restart gave its pid away).
+        (tmp_path / LOCK_FILE).write_text(json.dumps({**lock, "start": "another-boot:1"}))
+        taken = RunLock(tmp_path)
+        taken.acquire()
+        assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == os.getpid() and taken.held
+        taken.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def permuted(data: Path, root: Path, extra_token: str | None = None) -> Path:
     """A copy of `data` whose vocab has its first two tokens after the space swapped (or one token more)."""
     root.mkdir()

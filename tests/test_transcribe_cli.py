@@ -1,5 +1,6 @@
-"""`f5lite-transcribe` as users run it: a process, killed half-way and run again, its exit codes and summary; and
-the whole path from raw recordings through `f5lite-prepare` to a few fine-tuning updates."""
+"""`f5lite-transcribe` as users run it: a process, killed half-way and run again, its exit codes and summary, a
+second run on the same OUT, a file name that is not UTF-8; and the whole path from raw recordings through
+`f5lite-prepare` to a few fine-tuning updates."""
 
 from __future__ import annotations
 
@@ -97,6 +98,54 @@ def test_exit_codes_and_one_line_errors(raw: Path, tmp_path: Path) -> None:
     stdout, stderr = nothing.communicate(timeout=120)
     assert nothing.returncode == 1, stderr
     assert "no speech: room.wav" in stdout and "Traceback" not in stderr
+
+
+def test_a_second_run_on_the_same_out_is_refused_at_once_and_the_first_one_finishes(tmp_path: Path) -> None:
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    build_recording(raw / "talk.wav", "us_female", 1)
+    first = cli(raw, out, "--workers", "1")
+    deadline = time.monotonic() + 120
+    while not (out / STATE_DIR / "run.json").is_file():  # the first run has passed its checks: it holds OUT
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.02)
+    first.send_signal(signal.SIGSTOP)  # keep it in the middle of its work while the second one tries
+    try:
+        before = sorted(out.rglob("*")), file_digests(out)
+        second = cli(raw, out, "--workers", "1")
+        _, stderr = second.communicate(timeout=120)
+        assert second.returncode == 2 and "Traceback" not in stderr
+        assert stderr.strip().splitlines()[-1] == (
+            f"f5lite-transcribe: error: OUT {out} is in use by another f5lite-transcribe run; wait for it to end, or "
+            "choose another OUT"
+        )
+        assert (sorted(out.rglob("*")), file_digests(out)) == before  # the second run touched nothing
+    finally:
+        first.send_signal(signal.SIGCONT)
+    _, stderr = first.communicate(timeout=120)
+    assert first.returncode == 0, stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    kept = [clip["file"] for source in report["sources"] for clip in source["clips"]]
+    assert len(kept) == 1 and not (out / STATE_DIR / "staging").exists()
+    written = sorted(p.relative_to(out).as_posix() for p in (out / CLIPS_DIR).rglob("*.*"))
+    assert written == sorted(name for clip in kept for name in (clip, clip.removesuffix(".wav") + ".txt"))
+
+
+def test_a_file_name_that_is_not_utf8_is_one_failure_and_the_others_are_transcribed(tmp_path: Path) -> None:
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    build_recording(raw / "talk.wav", "us_female", 1)
+    os.rename(build_recording(raw / "odd.wav", "gb_male", 1).path, os.fsencode(raw) + b"/caf\xe9.wav")
+    run = cli(raw, out, "--workers", "1")
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 0 and "Traceback" not in stderr, stderr
+    assert "failed: caf\\xe9.wav: its path under IN is not valid UTF-8" in stdout
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    statuses = {source["source"]: source["status"] for source in report["sources"]}
+    assert statuses == {"caf\\xe9.wav": "failed", "talk.wav": "transcribed"}  # the name, legible
+    assert report["totals"]["failed"] == 1 and report["totals"]["clips_kept"] == 1
+    assert "<h2>caf\\xe9.wav</h2><p class=failed>Not transcribed: its path under IN is not valid UTF-8" in (
+        out / "report.html"
+    ).read_text(encoding="utf-8")
+    assert [p.relative_to(out).as_posix() for p in (out / CLIPS_DIR).rglob("*.wav")] == ["clips/talk/talk_00001.wav"]
 
 
 def test_from_raw_recordings_to_fine_tuning_updates(raw: Path, tmp_path: Path) -> None:

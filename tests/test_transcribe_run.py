@@ -2,12 +2,14 @@
 
 Three recordings of one speaker each, with pauses of 0.2 to 1.5 s and mild noise: a 24 kHz mono WAV, a 44.1 kHz
 stereo FLAC in a sub-folder, a 16 kHz OGG with a lone short utterance at its end; beside them a file with a broken
-header, a FLAC that breaks off, and one of noise only. One run (two worker processes) serves every test here.
+header, a FLAC that breaks off, and one of noise only. One run (two worker processes) serves every test here, but
+the last: files under IN that no recording can come from, on a run of their own.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -152,3 +154,27 @@ def test_a_second_run_skips_finished_files_and_retries_failed_ones(run) -> None:
     assert {f.key for f in again.failures} == {"broken.wav", "cut_off.flac"}  # tried again, still broken
     assert file_digests(out / CLIPS_DIR) | file_digests(out / STATE_DIR) == before  # nothing rewritten
     assert again.report["sources"] == report["sources"]
+
+
+def test_files_no_recording_can_come_from_are_reported_and_the_others_transcribed(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    build_recording(raw / "talks.wav" / "talk.wav", "us_female", 1)  # a folder named like a recording: read inside
+    os.mkfifo(raw / "pipe.wav")  # would block a reader for ever
+    (raw / "loop.wav").symlink_to("loop.flac")
+    (raw / "loop.flac").symlink_to("loop.wav")
+    (raw / "gone.ogg").symlink_to("nowhere.ogg")
+    result = transcribe(raw, tmp_path / "out", TranscribeOptions())
+    assert {f.key: f.message for f in result.failures} == {
+        "gone.ogg": "cannot be read: No such file or directory",
+        "loop.flac": "cannot be read: Too many levels of symbolic links",
+        "loop.wav": "cannot be read: Too many levels of symbolic links",
+        "pipe.wav": "not a regular file (a pipe or a device): nothing to read a recording from",
+    }
+    assert entry(result.report, "talks.wav/talk.wav")["status"] == "transcribed"
+    clips = tmp_path / "out" / CLIPS_DIR
+    assert sorted(p.relative_to(clips).as_posix() for p in clips.rglob("*")) == [
+        "talks.wav",  # the folder of IN, as a folder
+        "talks.wav/talk",
+        "talks.wav/talk/talk_00001.txt",
+        "talks.wav/talk/talk_00001.wav",
+    ]

@@ -1,8 +1,10 @@
-"""OUT of `f5lite-transcribe`: what is refused before anything is written, and what an interrupted run leaves."""
+"""OUT of `f5lite-transcribe`: what is refused before anything is written, what an interrupted run leaves, and clip
+folders that never hold one another."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import soundfile as sf
 from data_helpers import file_digests
 from transcribe_assets import build_recording
 
+from f5lite.prepare import PrepareOptions, prepare
 from f5lite.transcribe.filters import FilterSettings
 from f5lite.transcribe.run import TranscribeOptions, transcribe
 from f5lite.transcribe.slicing import SliceSettings
@@ -59,6 +62,34 @@ def test_out_inside_in_is_refused_before_anything_is_written(raw: Path) -> None:
     with pytest.raises(ValueError, match=r"OUT .*clips.* is inside IN .*: its clips would be read as recordings"):
         transcribe(raw, raw / "clips", TranscribeOptions())
     assert file_digests(raw) == before and not (raw / "clips").exists()
+
+
+def test_in_inside_out_is_refused_before_anything_is_written(finished: Path, tmp_path: Path) -> None:
+    out = copy_of(finished, tmp_path)
+    before = sorted(out.rglob("*")), file_digests(out)
+    with pytest.raises(ValueError, match=r"IN .*clips is inside OUT .*out, which holds only what f5lite-transcribe"):
+        transcribe(out / CLIPS_DIR, out, TranscribeOptions())  # an earlier run's clips taken for recordings
+    assert (sorted(out.rglob("*")), file_digests(out)) == before
+
+
+def test_a_run_refused_after_taking_outs_lock_removes_the_out_it_made(raw: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"--vocab-of: .*nothing does not exist"):
+        transcribe(raw, tmp_path / "new" / "out", TranscribeOptions(vocab_of=tmp_path / "nothing"))
+    assert list(tmp_path.iterdir()) == []  # OUT, and its parent, made for the lock: gone again
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"--vocab-of: .*nothing does not exist"):
+        transcribe(raw, tmp_path / "empty", TranscribeOptions(vocab_of=tmp_path / "nothing"))
+    assert [p.name for p in tmp_path.iterdir()] == ["empty"]  # the user's own empty OUT stays
+
+
+def test_paths_that_are_not_utf8_are_refused_in_one_line(raw: Path, tmp_path: Path) -> None:
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    with pytest.raises(ValueError, match=r"^OUT .*/caf\\xe9 is not valid UTF-8 .*; rename it$"):
+        transcribe(raw, odd, TranscribeOptions())
+    shutil.copytree(raw, odd)
+    with pytest.raises(ValueError, match=r"^IN .*/caf\\xe9 is not valid UTF-8"):
+        transcribe(odd, tmp_path / "out", TranscribeOptions())
+    assert sorted(os.listdir(os.fsencode(tmp_path))) == [b"caf\xe9"]
 
 
 def test_out_with_someone_elses_files_is_refused_before_anything_is_written(raw: Path, tmp_path: Path) -> None:
@@ -185,3 +216,48 @@ def test_a_file_without_speech_gives_no_clips(tmp_path: Path) -> None:
     (source,) = result.report["sources"]
     assert source["status"] == "no speech" and result.report["totals"]["clips_kept"] == 0
     assert not (tmp_path / "out" / CLIPS_DIR).exists()
+
+
+def wav_names(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.wav"))
+
+
+def test_a_retried_recording_leaves_the_clips_of_a_folder_of_its_name_alone(tmp_path: Path) -> None:
+    """The review's case: `a.wav` beside a folder `a/`; `a.wav` is corrupt at first, then replaced and redone."""
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    raw.mkdir()
+    (raw / "a.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk" + bytes(200))
+    build_recording(raw / "a" / "b.wav", "us_female", 2)
+    first = transcribe(raw, out, TranscribeOptions())
+    assert [f.key for f in first.failures] == ["a.wav"]
+    assert wav_names(out / CLIPS_DIR) == ["a/b/b_00001.wav", "a/b/b_00002.wav"]
+    (out / CLIPS_DIR / "a" / "b" / "b_00002.txt").write_text("Proofread by hand.\n", encoding="utf-8")
+    proofread = file_digests(out / CLIPS_DIR / "a")
+    build_recording(raw / "a.wav", "gb_male", 1, seed=4)  # replaced by a good recording
+    second = transcribe(raw, out, TranscribeOptions())
+    assert second.failures == []
+    assert file_digests(out / CLIPS_DIR / "a") == proofread  # every clip of a/b.wav and its edited text, untouched
+    assert wav_names(out / CLIPS_DIR) == ["a/b/b_00001.wav", "a/b/b_00002.wav", "a_wav/a_wav_00001.wav"]
+    prepared = prepare(out / CLIPS_DIR, tmp_path / "data", PrepareOptions())
+    cuts = {Path(cut.recording.sources[0].source).name: cut.supervisions[0] for cut in prepared.cuts}
+    assert {name: s.speaker for name, s in cuts.items()} == {
+        "b_00001.wav": "a",  # a recording in a folder of IN: that folder's speaker
+        "b_00002.wav": "a",
+        "a_wav_00001.wav": "a_wav",  # a recording at IN's top level: its own speaker
+    }
+    assert cuts["b_00002.wav"].text == "Proofread by hand."
+
+
+def test_a_folder_added_beside_a_finished_recording_of_its_name_gets_a_clip_folder_of_its_own(tmp_path: Path) -> None:
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    build_recording(raw / "a.wav", "us_female", 1)
+    transcribe(raw, out, TranscribeOptions())
+    finished = file_digests(out / CLIPS_DIR / "a")
+    build_recording(raw / "a" / "b.wav", "gb_male", 1, seed=4)
+    transcribe(raw, out, TranscribeOptions())
+    build_recording(raw / "a_2" / "d.wav", "us_male", 1, seed=5)
+    last = transcribe(raw, out, TranscribeOptions())
+    assert file_digests(out / CLIPS_DIR / "a") == finished  # a finished source keeps its folder, untouched
+    # The folder's clip folder is renamed (a_2, its speaker), and stays its own when a folder a_2 of IN comes later.
+    assert wav_names(out / CLIPS_DIR) == ["a/a_00001.wav", "a_2/b/b_00001.wav", "a_2_2/d/d_00001.wav"]
+    assert last.report["totals"]["clips_kept"] == 3 and last.failures == []

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torchaudio
 from lhotse import CutSet
 from lhotse.cut import Cut
 from torch import Tensor
@@ -32,6 +31,7 @@ from torch.utils.data import Dataset
 
 from f5lite.audio import N_MELS, SAMPLE_RATE, decode_audio, load_audio, log_mel
 from f5lite.audio.mel import check_mel_kind
+from f5lite.audio.resample import resample
 from f5lite.data.collate import Batch, Utterance, collate
 from f5lite.data.cuts import MEL_FIELD, MEL_PATH, MEL_TYPE, TOKEN_IDS, TOKENS, frames_of, text_of
 from f5lite.data.mel_cache import read_mel
@@ -157,9 +157,7 @@ class CutDataset(Dataset[Batch]):
             return decode_audio(bytes(source.source), f"{cut.id} (in memory)")
         # A segment of a longer recording (Lhotse recipes): Lhotse reads just that part of the cut's channel.
         samples = torch.from_numpy(cut.load_audio()).float().mean(dim=0)
-        if recording.sampling_rate != SAMPLE_RATE:
-            samples = torchaudio.functional.resample(samples, recording.sampling_rate, SAMPLE_RATE)
-        return samples
+        return resample(samples, recording.sampling_rate, SAMPLE_RATE)
 
     def _replace(self, loaded: list[Utterance | None], failed: list[Cut]) -> list[Utterance | None]:
         pool = [u for u in loaded if u is not None] or list(self._recent)

@@ -3,7 +3,12 @@
 F5-TTS models were trained on clips of up to 30 s, and F5-TTS budgets about 22 s for reference plus generated
 speech. A chunk therefore holds as many UTF-8 bytes as the reference speaker says in the time left after the
 reference, measured from the reference's own bytes per second. Text is cut at sentence ends; a sentence too long
-for one chunk is cut at clause marks, then between words.
+for one chunk is cut at clause marks, then between words, and a word too long (a URL, base64, CJK without
+punctuation) between characters: no chunk is longer than the budget, so none asks for more than the model's window.
+
+The reference transcript must be a transcript of the clip: one with more than `MAX_REF_CHARS_PER_SECOND` characters
+per second of audio (f5lite-prepare's bound) is refused, since a model generates at least a frame per text token
+and a long text would turn every chunk into minutes of frames.
 """
 
 from __future__ import annotations
@@ -11,9 +16,12 @@ from __future__ import annotations
 import re
 
 from f5lite.infer.config import EMPTY_REF_TEXT
+from f5lite.prepare.checks import Limits
 
 MAX_SECONDS = 22.0
 """Reference plus generated audio per chunk, in seconds (F5-TTS's budget)."""
+MAX_REF_CHARS_PER_SECOND = Limits.max_chars_per_second
+"""The most characters (white space not counted) per second of reference audio in its transcript."""
 
 # Sentence ends, then clause marks, then word gaps: the places a too-long text is cut, coarsest first. Western
 # punctuation counts only before whitespace ("3.5" and "e.g.x" stay whole); CJK punctuation needs none.
@@ -60,23 +68,45 @@ def max_chunk_bytes(ref_text: str, ref_seconds: float, speed: float = 1.0) -> in
         A positive byte budget.
 
     Raises:
-        ValueError: the reference is `MAX_SECONDS` long or longer, leaving no room to generate.
+        ValueError: the reference is `MAX_SECONDS` long or longer, leaving no room to generate, or its transcript is
+            too long for it (`check_ref_text`).
     """
     if ref_seconds >= MAX_SECONDS:
         raise ValueError(
             f"the reference audio is {ref_seconds:.1f} s long; it must be shorter than {MAX_SECONDS:.0f} s "
             "(5 to 12 s works best): trim it"
         )
+    check_ref_text(ref_text, ref_seconds)
     rate = len(ref_text.encode("utf-8")) / ref_seconds
     return max(1, int(rate * (MAX_SECONDS - ref_seconds) * speed))
+
+
+def check_ref_text(ref_text: str, ref_seconds: float) -> None:
+    """Refuse a reference transcript with more than `MAX_REF_CHARS_PER_SECOND` characters per second of its clip.
+
+    Args:
+        ref_text: the transcript.
+        ref_seconds: the clip's length (> 0).
+
+    Raises:
+        ValueError: one line with the rate and the bound.
+    """
+    characters = sum(not c.isspace() for c in ref_text)
+    if characters > MAX_REF_CHARS_PER_SECOND * ref_seconds:
+        raise ValueError(
+            f"the reference transcript has {characters} characters for {ref_seconds:.1f} s of audio "
+            f"({characters / ref_seconds:.0f} per second; at most {MAX_REF_CHARS_PER_SECOND:g}): give the "
+            "transcript of this clip"
+        )
 
 
 def chunk_text(text: str, max_bytes: int) -> list[str]:
     """Cut text into chunks of at most `max_bytes` UTF-8 bytes, at sentence ends where possible.
 
     Whitespace runs (newlines included) become single spaces. Sentences are packed greedily; a sentence longer
-    than `max_bytes` is cut at clause marks, then between words; a single word longer than the budget is kept
-    whole as its own chunk.
+    than `max_bytes` is cut at clause marks, then between words, and a word longer than the budget between
+    characters (never inside a character's UTF-8 bytes): no chunk has more than `max_bytes` bytes (or, for a
+    budget below one character's bytes, more than one character).
 
     Args:
         text: the text to speak.
@@ -100,10 +130,24 @@ def chunk_text(text: str, max_bytes: int) -> list[str]:
 
 
 def _pieces(text: str, max_bytes: int, level: int) -> list[str]:
-    """Split `text` at the coarsest break level that brings pieces under the budget."""
-    if _num_bytes(text) <= max_bytes or level == len(_BREAKS):
+    """Split `text` at the coarsest break level that brings pieces under the budget; characters last."""
+    if _num_bytes(text) <= max_bytes:
         return [text] if text else []
+    if level == len(_BREAKS):
+        return _by_characters(text, max_bytes)
     return [p for part in _BREAKS[level].split(text) for p in _pieces(part, max_bytes, level + 1)]
+
+
+def _by_characters(word: str, max_bytes: int) -> list[str]:
+    """A word cut into runs of whole characters of at most `max_bytes` bytes each (at least one character)."""
+    runs, current, size = [], "", 0
+    for char in word:
+        width = _num_bytes(char)
+        if current and size + width > max_bytes:
+            runs.append(current)
+            current, size = "", 0
+        current, size = current + char, size + width
+    return [*runs, current]
 
 
 def _join(left: str, right: str) -> str:

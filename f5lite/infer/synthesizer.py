@@ -25,7 +25,7 @@ from tqdm import tqdm
 from f5lite.audio import HOP_LENGTH, SAMPLE_RATE, Vocoder, load_audio, load_vocoder, log_mel, normalize_rms, restore_rms
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_SPELLINGS, GriffinLimVocoder
 from f5lite.infer.auto import DTYPE_AUTO, InferPath, apply_threads, choose_path
-from f5lite.infer.chunking import chunk_text, max_chunk_bytes, prepare_ref_text
+from f5lite.infer.chunking import MAX_SECONDS, chunk_text, max_chunk_bytes, prepare_ref_text
 from f5lite.infer.crossfade import crossfade
 from f5lite.infer.duration import DurationEstimator, resolve_duration
 from f5lite.infer.loading import load_model, resolve_device
@@ -185,7 +185,12 @@ class Synthesizer:
             raise ValueError(f"cross_fade={cross_fade!r} is not valid; it must be >= 0")
         if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
             raise ValueError(f"seconds={seconds!r} is not valid; give the seconds of speech to generate, > 0")
-        wave = load_audio(ref_audio) if not isinstance(ref_audio, Tensor) else _check_wave(ref_audio)
+        # A file over the window is refused on its header, before it is decoded.
+        wave = (
+            load_audio(ref_audio, max_seconds=MAX_SECONDS)
+            if not isinstance(ref_audio, Tensor)
+            else _check_wave(ref_audio)
+        )
         wave, ref_rms = normalize_rms(wave)
         device = next(self.backbone.parameters()).device
         ref_mel = log_mel(wave.to(device)[None], kind=self.mel_type)

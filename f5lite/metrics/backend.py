@@ -14,8 +14,9 @@ from pathlib import Path
 from types import ModuleType
 
 import torch
-import torchaudio
 from torch import Tensor
+
+from f5lite.audio.resample import resample as resample_wave
 
 EVAL_EXTRA = "pip install 'f5lite[eval]'"
 """The install hint for every package of the `eval` extra."""
@@ -108,6 +109,4 @@ def resample(
     """
     check_audio(audio, sample_rate, what)
     wave = audio.detach().to("cpu", dtype)
-    if sample_rate == target_rate:
-        return wave
-    return torchaudio.functional.resample(wave, sample_rate, target_rate)
+    return resample_wave(wave, sample_rate, target_rate)

@@ -1,8 +1,9 @@
 """Per-utterance checks of `f5lite-prepare`: each returns a `Skip` naming the problem, or the facts it measured.
 
 The audio checks read the file's header first, so a file far too long is rejected without being decoded, then
-decode it the way training will (as `f5lite.audio.load_audio` does: any channel count mixed to mono, any sample
-rate resampled to 24 kHz), so a file that passes here also loads at training time. The decoded file also gives the
+decode it the way training will (as `f5lite.audio.load_audio` does: its rate and channels within `load_audio`'s
+limits, the channels mixed to mono, the rate resampled to 24 kHz), so a file that passes here also loads at training
+time. The decoded file also gives the
 exact sample and channel counts that the cut records (a header's count can be an estimate, MP3's for one, and
 Lhotse checks the count when it loads the audio).
 """
@@ -16,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 import torch
-import torchaudio
 from torch import Tensor
 
-from f5lite.audio import SAMPLE_RATE, frames_for_samples, min_samples
+from f5lite.audio import SAMPLE_RATE, AudioError, frames_for_samples, min_samples
+from f5lite.audio.io import check_header
+from f5lite.audio.resample import resample
 from f5lite.prepare.skips import Skip
 
 
@@ -116,6 +118,10 @@ def check_audio(path: Path, limits: Limits, mel_type: str = "vocos") -> CheckedA
         return Skip(path, "unreadable", str(err))
     if info.frames <= 0:
         return Skip(path, "empty_audio", "the file holds no samples")
+    try:
+        check_header(path.name, int(info.samplerate), int(info.channels), int(info.frames), None)
+    except AudioError as err:
+        return Skip(path, "unreadable", str(err))
     duration = info.frames / info.samplerate
     if duration < limits.min_seconds:
         return Skip(path, "too_short", f"{duration:.3f} s is below the minimum {limits.min_seconds} s")
@@ -147,10 +153,7 @@ def check_audio(path: Path, limits: Limits, mel_type: str = "vocos") -> CheckedA
 def _mono_at_training_rate(data: np.ndarray, sample_rate: int) -> Tensor:
     # The same steps as f5lite.audio.load_audio, applied to the samples already decoded here (decoding twice, once
     # for the exact counts and once for the waveform, would double the cost); a test keeps the two bit-identical.
-    waveform = torch.from_numpy(data).mean(dim=1)
-    if sample_rate != SAMPLE_RATE:
-        waveform = torchaudio.functional.resample(waveform, orig_freq=sample_rate, new_freq=SAMPLE_RATE)
-    return waveform.contiguous()
+    return resample(torch.from_numpy(data).mean(dim=1), sample_rate, SAMPLE_RATE).contiguous()
 
 
 def check_speaking_rate(path: Path, text: str, duration: float, limits: Limits) -> Skip | None:

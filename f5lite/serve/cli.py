@@ -2,13 +2,15 @@
 
 MODEL is what `f5lite-infer model=` takes (an export directory, or an F5-TTS checkpoint with `--recipe` and
 `--vocab`). The server binds to 127.0.0.1 unless `--host` says otherwise, and asks for a key when `--api-key` (or
-the `F5LITE_API_KEY` environment variable) gives one. The model and every voice are loaded before the port opens:
-a bad model, voice or option ends the command with one line and exit status 2.
+the `F5LITE_API_KEY` environment variable) gives one; `--voice-upload` on an address other machines can reach is
+refused without a key (anyone could fill the disk and the voice list). The model and every voice are loaded before
+the port opens: a bad model, voice or option ends the command with one line and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import socket
@@ -22,6 +24,8 @@ from f5lite.serve.settings import ServeSettings
 
 EXIT_USAGE = 2
 """Exit status: a bad command line, model, voice or option."""
+SHUTDOWN_GRACE = 10
+"""Seconds the responses under way get to finish after SIGTERM or Ctrl-C; then they are cut and the server exits."""
 API_KEY_ENV = "F5LITE_API_KEY"
 """The environment variable that holds the API key when `--api-key` is not given."""
 
@@ -46,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     add("--max-batch", type=int, default=d.max_batch, help="most pieces per sampler call")
     add("--max-batch-frames", type=int, default=d.max_batch_frames, help="most mel frames per sampler call")
     add("--batch-wait-ms", type=float, default=d.batch_wait * 1000, help="how long a batch waits for more")
+    add("--request-timeout", type=float, default=d.request_timeout, help="seconds a speech request may take in all")
+    add("--send-timeout", type=float, default=d.send_timeout,
+        help="seconds a client may take to read the next piece (or send its body) before it loses its place")  # fmt: skip
+    add("--max-per-client", type=int, default=d.max_per_client, help="speech requests at once per address; 0: no limit")
+    add("--allow-origin", action="append", default=[], metavar="ORIGIN",
+        help="a web page origin (https://app.example) whose browsers may call the API; repeat for more")  # fmt: skip
     add("--steps", type=int, default=o.steps, help="sampler steps (default: %(default)s)")
     add("--method", default=o.method, help="ODE solver (default: %(default)s)")
     add("--schedule", default=o.schedule, help="time grid: auto, uniform or epss (default: %(default)s)")
@@ -77,6 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="f5lite-serve: %(message)s")
     try:
+        _check_port_free(args.host, args.port)
+        settings = _settings(args)
+    except (ValueError, OSError) as err:  # before the heavy imports and the model: at once
+        sys.stderr.write(f"f5lite-serve: error: {err}\n")
+        return EXIT_USAGE
+    try:
         import uvicorn
 
         from f5lite.infer.synthesizer import Synthesizer
@@ -87,27 +103,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"f5lite-serve: error: pip install 'f5lite[serve]' ({err})\n")
         return EXIT_USAGE
     try:
-        _check_port_free(args.host, args.port)
-        settings = ServeSettings(
-            model_id=args.model_id or Path(args.model).name,
-            options=SamplerOptions(
-                steps=args.steps,
-                method=args.method,
-                schedule=args.schedule,
-                sway=args.sway,
-                cfg_strength=args.cfg_strength,
-                cfg_zero_init_steps=args.cfg_zero_init_steps,
-                cfg_zero_star=args.cfg_zero_star,
-            ),
-            api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
-            voice_upload=args.voice_upload,
-            max_upload_bytes=int(args.max_upload_mb * 2**20),
-            max_voice_seconds=args.max_voice_seconds,
-            queue_size=args.queue_size,
-            max_batch=args.max_batch,
-            max_batch_frames=args.max_batch_frames,
-            batch_wait=args.batch_wait_ms / 1000,
-        )
         synthesizer = Synthesizer.from_pretrained(
             args.model,
             args.vocoder,
@@ -128,11 +123,60 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger(__name__).info(
         "%d voice(s); serving %s on http://%s:%d", len(voices.names()), settings.model_id, args.host, args.port
     )
-    try:
-        uvicorn.run(create_app(engine, voices, settings), host=args.host, port=args.port, log_level="warning")
-    finally:
-        engine.stop()
+    # The app stops the engine and the voices' recogniser when it shuts down.
+    uvicorn.run(
+        create_app(engine, voices, settings),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+    )
     return 0
+
+
+def _settings(args: argparse.Namespace) -> ServeSettings:
+    """The server's settings from the command line.
+
+    Raises:
+        ValueError: a bad value, or uploads open to other machines without a key.
+    """
+    api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
+    if args.voice_upload and api_key is None and not _loopback(args.host):
+        raise ValueError(
+            f"--voice-upload on {args.host}, an address other machines can reach, needs --api-key (or ${API_KEY_ENV})"
+        )
+    return ServeSettings(
+        model_id=args.model_id or Path(args.model).name,
+        options=SamplerOptions(
+            steps=args.steps,
+            method=args.method,
+            schedule=args.schedule,
+            sway=args.sway,
+            cfg_strength=args.cfg_strength,
+            cfg_zero_init_steps=args.cfg_zero_init_steps,
+            cfg_zero_star=args.cfg_zero_star,
+        ),
+        api_key=api_key,
+        voice_upload=args.voice_upload,
+        max_upload_bytes=int(args.max_upload_mb * 2**20),
+        max_voice_seconds=args.max_voice_seconds,
+        queue_size=args.queue_size,
+        max_batch=args.max_batch,
+        max_batch_frames=args.max_batch_frames,
+        batch_wait=args.batch_wait_ms / 1000,
+        request_timeout=args.request_timeout,
+        send_timeout=args.send_timeout,
+        max_per_client=args.max_per_client,
+        allowed_origins=tuple(args.allow_origin),
+    )
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is this machine only (127.0.0.0/8, ::1, localhost)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _check_port_free(host: str, port: int) -> None:

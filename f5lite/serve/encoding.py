@@ -2,12 +2,18 @@
 
 `response_format` is one of `mp3`, `opus` (in Ogg), `aac` (ADTS), `flac`, `wav`, `pcm` (raw 24 kHz 16-bit signed
 little-endian mono, no header). One `StreamEncoder` per response takes the waveform in pieces and hands back the
-bytes ready so far, so a streamed response starts with the first piece and every format is one continuous stream
-(not a concatenation of files, which would click at each junction and which FLAC and Ogg readers reject).
+bytes ready so far, so a response starts with the first piece and every format is one continuous stream (not a
+concatenation of files, which would click at each junction and which FLAC and Ogg readers reject).
 
-A whole FLAC is written by libsndfile (soundfile), with its length in its header; the compressed formats go through PyAV (FFmpeg's encoders inside its wheel: libmp3lame, libopus, aac, flac): the
-`serve` extra. WAV is written here: a whole response gets its exact header; a streamed one, whose length is not known
-when the header goes out, gets the largest sizes, as streaming servers do (readers take the data up to the end).
+A response's length in samples is known before its first byte (`f5lite.serve.speech.plan` sizes every piece
+before sampling), so the headers that hold a length carry the exact one even though they go out first: WAV's
+RIFF and data sizes, FLAC's total samples in STREAMINFO. Readers that trust a header (libsndfile, which takes an
+unknown FLAC length for an endless one and refuses it; browsers; PyAV) read every format. The encoder holds the
+stream to that length: a piece that would run past it is cut, a stream that ends short is padded with silence.
+
+WAV is written here; the compressed formats go through PyAV (FFmpeg's encoders inside its wheel: libmp3lame,
+libopus, aac, flac): the `serve` extra. FFmpeg writes FLAC's STREAMINFO before the audio and, on a stream that
+cannot seek back, never fills in the length: the total is written into those header bytes before they are sent.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import struct
 from typing import Any
 
 import numpy as np
-import soundfile as sf
+import torch
 from torch import Tensor
 
 SAMPLE_RATE = 24_000
@@ -39,7 +45,12 @@ _PYAV = {
     "aac": ("adts", "aac", 24_000),
     "flac": ("flac", "flac", 24_000),
 }
-_STREAM_SIZE = 0xFFFFFFFF
+_FLAC_HEAD = 4 + 4 + 34
+"""`fLaC`, the first metadata block's header, then STREAMINFO (always the first block)."""
+_FLAC_TOTAL = 4 + 4 + 13
+"""Offset of STREAMINFO's byte whose low 4 bits start the 36-bit total of samples (the next 4 bytes end it)."""
+_WAV_MAX_SAMPLES = (0xFFFFFFFF - 36) // 2
+"""The most 16-bit samples a RIFF header can count."""
 
 
 def pcm16(wave: Tensor) -> bytes:
@@ -48,14 +59,13 @@ def pcm16(wave: Tensor) -> bytes:
     return (np.round(samples * 32767.0)).astype("<i2").tobytes()
 
 
-def wav_header(data_bytes: int | None) -> bytes:
-    """A 44-byte RIFF/WAVE header for 16-bit mono at `SAMPLE_RATE`; None: the length is unknown (streaming)."""
-    data = _STREAM_SIZE if data_bytes is None else data_bytes
-    riff = _STREAM_SIZE if data_bytes is None else 36 + data_bytes
+def wav_header(samples: int) -> bytes:
+    """A 44-byte RIFF/WAVE header for `samples` 16-bit mono samples at `SAMPLE_RATE`."""
+    data = 2 * samples
     return struct.pack(
         "<4sI4s4sIHHIIHH4sI",
         b"RIFF",
-        riff,
+        36 + data,
         b"WAVE",
         b"fmt ",
         16,
@@ -68,6 +78,22 @@ def wav_header(data_bytes: int | None) -> bytes:
         b"data",
         data,
     )
+
+
+def with_flac_total(head: bytes, samples: int) -> bytes:
+    """A FLAC stream's first bytes (at least `fLaC` and STREAMINFO) with its total of samples set to `samples`.
+
+    Raises:
+        ValueError: `head` does not start a FLAC stream with STREAMINFO, or `samples` does not fit 36 bits.
+    """
+    if len(head) < _FLAC_HEAD or head[:4] != b"fLaC" or head[4] & 0x7F != 0:
+        raise ValueError("not the start of a FLAC stream with its STREAMINFO")
+    if not 0 <= samples < 1 << 36:
+        raise ValueError(f"{samples} samples do not fit FLAC's 36-bit total")
+    out = bytearray(head)
+    out[_FLAC_TOTAL] = (out[_FLAC_TOTAL] & 0xF0) | (samples >> 32)
+    out[_FLAC_TOTAL + 1 : _FLAC_TOTAL + 5] = (samples & 0xFFFFFFFF).to_bytes(4, "big")
+    return bytes(out)
 
 
 class _Sink(io.RawIOBase):
@@ -97,24 +123,28 @@ class _Sink(io.RawIOBase):
 
 
 class StreamEncoder:
-    """One response's audio stream: `feed` pieces of waveform, then `finish`.
+    """One response's audio stream of exactly `samples` samples: `feed` pieces of waveform, then `finish`.
 
     Args:
         fmt: one of `FORMATS`.
-        streaming: the response goes out as it is made (a WAV header without the length), rather than whole.
+        samples: the stream's length (see the module docstring).
 
     Raises:
-        ValueError: an unknown format.
+        ValueError: an unknown format, or a length no header of the format can hold.
         ImportError: a compressed format without PyAV (the `serve` extra).
     """
 
-    def __init__(self, fmt: str, *, streaming: bool) -> None:
+    def __init__(self, fmt: str, samples: int) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"response_format={fmt!r} is not valid; choose one of: {', '.join(FORMATS)}")
+        if not 0 <= samples <= _WAV_MAX_SAMPLES:
+            raise ValueError(f"{samples} samples are more than a response can hold")
         self.fmt = fmt
-        self._streaming = streaming
-        self._pcm: list[bytes] = []  # a whole WAV waits for its length
-        self._header_sent = False
+        self.samples = samples
+        self._left = samples
+        self._head = wav_header(samples) if fmt == "wav" else b""  # sent before the first samples
+        self._held = b""  # FLAC's first bytes, until its STREAMINFO is whole
+        self._flac_done = fmt != "flac"
         if fmt in _PYAV:
             try:
                 import av
@@ -132,42 +162,36 @@ class StreamEncoder:
 
     def feed(self, wave: Tensor) -> bytes:
         """Encode the next piece `[samples]` (24 kHz, float in [-1, 1]); returns the bytes ready to send."""
-        if self.fmt == "pcm":
-            return pcm16(wave)
-        if self.fmt == "wav":
-            if not self._streaming:
-                self._pcm.append(pcm16(wave))
-                return b""
-            head = b"" if self._header_sent else wav_header(None)
-            self._header_sent = True
+        wave = wave[: self._left]
+        self._left -= wave.shape[0]
+        head, self._head = self._head, b""
+        if self.fmt in ("pcm", "wav"):
             return head + pcm16(wave)
-        samples = wave.detach().float().cpu().numpy()[None]
-        frame = self._av.AudioFrame.from_ndarray(np.ascontiguousarray(samples), format="flt", layout="mono")
-        frame.sample_rate = SAMPLE_RATE
-        for packet in self._stream.encode(frame):
-            self._container.mux(packet)
-        return self._sink.drain()
+        if wave.shape[0]:
+            samples = wave.detach().float().cpu().numpy()[None]
+            frame = self._av.AudioFrame.from_ndarray(np.ascontiguousarray(samples), format="flt", layout="mono")
+            frame.sample_rate = SAMPLE_RATE
+            for packet in self._stream.encode(frame):
+                self._container.mux(packet)
+        return self._drained()
 
     def finish(self) -> bytes:
-        """Flush the encoder and close the stream; returns the last bytes (a whole WAV: all of it)."""
-        if self.fmt == "pcm":
-            return b""
-        if self.fmt == "wav":
-            if self._streaming:
-                return b"" if self._header_sent else wav_header(None)
-            data = b"".join(self._pcm)
-            return wav_header(len(data)) + data
+        """Pad a short stream with silence, flush the encoder and close the stream; returns the last bytes."""
+        tail = self.feed(torch.zeros(self._left)) if self._left else b""
+        if self.fmt in ("pcm", "wav"):
+            return tail + self._head  # a stream of no samples is its header alone
         for packet in self._stream.encode(None):
             self._container.mux(packet)
         self._container.close()
-        return self._sink.drain()
+        return tail + self._drained(final=True)
 
-
-def encode(wave: Tensor, fmt: str) -> bytes:
-    """A whole waveform `[samples]` (24 kHz) as one file of `fmt`."""
-    if fmt == "flac":  # whole, with its length in the header (a stream's header cannot be rewritten at the end)
-        out = io.BytesIO()
-        sf.write(out, wave.detach().float().cpu().numpy(), SAMPLE_RATE, format="FLAC", subtype="PCM_16")
-        return out.getvalue()
-    encoder = StreamEncoder(fmt, streaming=False)
-    return encoder.feed(wave) + encoder.finish()
+    def _drained(self, final: bool = False) -> bytes:
+        """What PyAV wrote since the last call; FLAC's first bytes held until STREAMINFO can be given its total."""
+        data = self._sink.drain()
+        if self._flac_done:
+            return data
+        self._held += data
+        if len(self._held) < _FLAC_HEAD and not final:
+            return b""
+        out, self._held, self._flac_done = with_flac_total(self._held, self.samples), b"", True
+        return out

@@ -8,8 +8,11 @@ One thread runs the model. It takes the oldest piece, then waits up to `max_wait
 same sampler settings, in arrival order, while the batch stays within `max_batch_frames` (the sum of the pieces'
 frames, reference included: what the backbone's attention and the vocoder hold) and `max_batch` pieces; then one
 `sample` call generates them all (each with its own reference, text and duration; `lens` keeps the references
-apart), and each piece's frames are vocoded on their own. A piece whose request was cancelled (the client went away)
-is dropped before it is run. A failure in a batch fails its pieces, not the thread.
+apart), and each piece's frames are vocoded on their own. A piece whose request was cancelled (the client went away,
+or ran out of time) is dropped before it is run; a piece taken into a batch is marked running (its future can no
+longer be cancelled, so its result always has a place to go). A failure in a batch fails its pieces, not the thread.
+Every piece's frames are bounded before it is submitted (`f5lite.serve.speech.plan`), so no batch, even of one
+piece, holds the model longer than one window of speech takes.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import torch
@@ -153,11 +156,11 @@ class Engine:
 
     @staticmethod
     def _live(piece: Piece) -> Piece | None:
-        """The piece, or None (its result cancelled) when its request was abandoned."""
+        """The piece, claimed for a batch; None (its result cancelled) when its request was abandoned."""
         if piece.cancelled.is_set():
-            piece.result.set_exception(CancelledError())
-            return None
-        return piece
+            piece.result.cancel()
+        # False when the waiting side cancelled its future already (a request given up while queued).
+        return piece if piece.result.set_running_or_notify_cancel() else None
 
     def _run(self, batch: list[Piece]) -> list[Tensor]:
         """One sampler call for the batch, then each piece vocoded on its own."""

@@ -1,11 +1,20 @@
-"""What a server allows and how it batches (`f5lite-serve`'s options besides the model's)."""
+"""What a server allows and how it batches (`f5lite-serve`'s options besides the model's).
+
+Every limit is checked before the work it bounds: a body's size before it is parsed (`f5lite.serve.guard`), a
+clip's header before it is decoded (`f5lite.audio.io`), a text's pieces before one is spoken
+(`f5lite.serve.speech.plan`), a place in the queue before a request runs (`f5lite.serve.admission`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from f5lite.audio import HOP_LENGTH, SAMPLE_RATE
+from f5lite.infer.chunking import MAX_SECONDS
 from f5lite.sampling import SamplerOptions
 
+WINDOW_FRAMES = int(MAX_SECONDS * SAMPLE_RATE / HOP_LENGTH)
+"""The most mel frames of one piece of speech, reference included: F5-TTS's 22 s window."""
 MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 """OpenAI's model names, accepted for the served model: clients and front ends send them by default."""
 
@@ -33,17 +42,35 @@ class ServeSettings:
     max_batch: int = 8
     """Most pieces per sampler call."""
     max_batch_frames: int = 8192
-    """Most mel frames (summed, references included) per sampler call."""
+    """Most mel frames (summed, references included) per sampler call; at least `WINDOW_FRAMES` (one piece)."""
     batch_wait: float = 0.05
     """Seconds the first piece of a batch waits for others."""
+    request_timeout: float = 300.0
+    """Seconds a speech request may take from admission to its last byte; then it is ended (its place freed)."""
+    send_timeout: float = 30.0
+    """Seconds a client may take to read the next piece of a response, or to send the next piece of a request body:
+    one that stops reading (or sending) for longer loses its place."""
+    max_per_client: int = 0
+    """Speech requests at once from one client address (`Retry-After` 429 above it); 0: no per-client limit."""
+    allowed_origins: tuple[str, ...] = ()
+    """Web page origins (`https://app.example`) whose browsers may call the API; a request from any other page
+    (a browser sends its `Origin`) is refused 403. SDKs and curl send no `Origin`."""
 
     def __post_init__(self) -> None:
         for name in ("max_upload_bytes", "max_input_chars", "queue_size", "max_batch", "max_batch_frames"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} is not valid; it must be >= 1")
-        for name in ("max_voice_seconds", "batch_wait"):
+        for name in ("max_voice_seconds", "batch_wait", "max_per_client"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}={getattr(self, name)} is not valid; it must be >= 0")
+        for name in ("request_timeout", "send_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}={getattr(self, name)} is not valid; it must be > 0")
+        if self.max_batch_frames < WINDOW_FRAMES:
+            raise ValueError(
+                f"max_batch_frames={self.max_batch_frames} is not valid; it must hold one piece of the model's "
+                f"window: >= {WINDOW_FRAMES}"
+            )
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("api_key is empty; give a key, or none to serve without one")
 

@@ -1,15 +1,18 @@
 """One speech request from text to a stream of waveform pieces, cross-faded, through the engine's batches.
 
-The text is cut as `f5lite-infer` cuts it (sentences packed up to what the reference speaker says in the model's
-window, `f5lite.infer.chunking`). When the response is streamed the first piece is cut shorter, at a clause mark or
-between words, to `first_bytes` (about two seconds of speech), so that the first audio comes after one short
-sampler call, not after a whole sentence. Each piece's length comes from the model's duration predictor or the
-byte-ratio rule at the request's `speed` (`Synthesizer.duration`).
+`plan` decides everything before any sampling: the text is cut as `f5lite-infer` cuts it (sentences packed up to
+what the reference speaker says in the model's window, `f5lite.infer.chunking`, which cuts a word too long between
+characters). When the response is streamed the first piece is cut shorter, at a clause mark or between words, to
+`first_bytes` (about two seconds of speech), so that the first audio comes after one short sampler call, not after
+a whole sentence. Each piece's length comes from the model's duration predictor or the byte-ratio rule at the
+request's `speed` (`Synthesizer.duration`), capped to the model's window (`WINDOW_FRAMES`), raised to the model's
+lower bound (a frame per text token); so every piece's mel frames, and the samples of the whole stream, are known
+before the first byte goes out (a WAV or FLAC header carries the exact length).
 
 Pieces join with F5-TTS's 0.15 s cross-fade: every piece but the last is handed out without its last 0.15 s, which
 is faded into the start of the next, so the joined stream is what `f5lite-infer` would write. A request abandoned
-while it runs (a client that disconnects closes the generator) sets its `cancelled` event: its piece still waiting
-in the queue is dropped, and no further piece is submitted.
+while it runs (a client that disconnects closes the generator) or out of time sets its `cancelled` event: its piece
+still waiting in the queue is dropped, and no further piece is submitted.
 """
 
 from __future__ import annotations
@@ -17,16 +20,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
-from f5lite.audio import SAMPLE_RATE
+from f5lite.audio import SAMPLE_RATE, samples_for_frames
 from f5lite.infer.chunking import chunk_text, max_chunk_bytes
 from f5lite.infer.crossfade import crossfade
-from f5lite.infer.synthesizer import DEFAULT_CROSS_FADE
-from f5lite.sampling import SamplerOptions
+from f5lite.infer.synthesizer import DEFAULT_CROSS_FADE, Synthesizer
+from f5lite.sampling import SamplerOptions, effective_durations
 from f5lite.serve.engine import Engine, Piece
+from f5lite.serve.settings import WINDOW_FRAMES
 from f5lite.serve.voices import Voice
 
 FIRST_BYTES = 40
@@ -53,6 +59,50 @@ def split_text(text: str, max_bytes: int, first_bytes: int | None) -> list[str]:
     return [head[0], *([rest] if rest else []), *chunks[1:]]
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A request's text as it will be spoken.
+
+    Attributes:
+        pieces: the texts of the pieces, in order.
+        frames: each piece's mel frames, the reference's included (what the model generates, at most
+            `WINDOW_FRAMES` unless the text's tokens need more).
+        samples: the 24 kHz samples of the whole cross-faded stream.
+    """
+
+    pieces: tuple[str, ...]
+    frames: tuple[int, ...]
+    samples: int
+
+
+def plan(synthesizer: Synthesizer, voice: Voice, text: str, speed: float, streaming: bool) -> Plan:
+    """Cut a request's text into pieces and size each one (see the module docstring).
+
+    Args:
+        synthesizer: the model (its text encoder, duration estimator and mel type).
+        voice: the reference.
+        text: what to say (not blank).
+        speed: the request's speed.
+        streaming: cut a short first piece.
+
+    Returns:
+        The plan.
+
+    Raises:
+        ValueError: the voice cannot speak (see `max_chunk_bytes`).
+    """
+    budget = max_chunk_bytes(voice.text, voice.seconds, speed)
+    pieces = split_text(text, budget, FIRST_BYTES if streaming else None)
+    ref = voice.mel.shape[0]
+    frames = []
+    for words in pieces:
+        wanted = min(synthesizer.duration.total_frames(ref, voice.text, words, speed), WINDOW_FRAMES)
+        ids = synthesizer.encoder.encode([voice.text + words]).ids
+        frames.append(int(effective_durations(torch.tensor([wanted]), ids, torch.tensor([ref]))[0]))
+    lengths = [samples_for_frames(total - ref, synthesizer.mel_type) for total in frames]
+    return Plan(tuple(pieces), tuple(frames), StreamJoin.length(lengths, round(DEFAULT_CROSS_FADE * SAMPLE_RATE)))
+
+
 class StreamJoin:
     """Joins waveform pieces into one stream with F5-TTS's cross-fade, handing each piece out as soon as it is made.
 
@@ -74,39 +124,51 @@ class StreamJoin:
         self._tail = wave[keep:]
         return wave[:keep]
 
+    @staticmethod
+    def length(lengths: Sequence[int], overlap: int) -> int:
+        """The samples `piece` hands out in all for pieces of `lengths` samples: its arithmetic, without the audio."""
+        total, tail = 0, 0
+        for i, n in enumerate(lengths):
+            if i:
+                n = tail + n - min(overlap, tail, n)  # what `crossfade` makes of the tail and the piece
+            keep = n if i + 1 == len(lengths) else max(0, n - overlap)
+            total, tail = total + keep, n - keep
+        return total
+
 
 async def speak(
     engine: Engine,
     voice: Voice,
-    text: str,
+    planned: Plan,
     options: SamplerOptions,
     *,
-    streaming: bool,
     cancelled: threading.Event,
+    deadline: float | None = None,
 ) -> AsyncIterator[Tensor]:
     """The request's audio, piece by piece (see the module docstring).
 
     Args:
         engine: the model's queue.
         voice: the reference.
-        text: what to say (not blank).
-        options: the sampler settings; `options.speed` sets the pieces' lengths.
-        streaming: cut a short first piece.
-        cancelled: set when the client goes away (also set here when the generator is closed early).
+        planned: the request's pieces and their frames (`plan`).
+        options: the sampler settings (the speed is in the plan's frames).
+        cancelled: set when the client goes away (also set here when the generator ends, however).
+        deadline: the event loop's time (`loop.time()`) by which the last piece must be made; None: no deadline.
 
     Yields:
         24 kHz waveform pieces `[samples]`, to be played one after the other.
+
+    Raises:
+        TimeoutError: a piece was not made by the deadline (the request's pieces are then dropped).
     """
-    synthesizer = engine.synthesizer
-    budget = max_chunk_bytes(voice.text, voice.seconds, options.speed)
-    pieces = split_text(text, budget, FIRST_BYTES if streaming else None)
     # The speed is in each piece's length; pieces with other speeds but the same sampling batch together.
     sampling = dataclasses.replace(options, speed=1.0)
+    loop = asyncio.get_running_loop()
     join = StreamJoin()
     try:
-        for i, words in enumerate(pieces):
-            frames = synthesizer.duration.total_frames(voice.mel.shape[0], voice.text, words, options.speed)
-            wave = await asyncio.wrap_future(engine.submit(Piece(voice, words, frames, sampling, cancelled)))
-            yield join.piece(wave, last=i + 1 == len(pieces))
+        for i, (words, frames) in enumerate(zip(planned.pieces, planned.frames, strict=True)):
+            made = asyncio.wrap_future(engine.submit(Piece(voice, words, frames, sampling, cancelled)))
+            wave = await asyncio.wait_for(made, None if deadline is None else max(0.0, deadline - loop.time()))
+            yield join.piece(wave, last=i + 1 == len(planned.pieces))
     finally:
-        cancelled.set()  # done, failed or abandoned: nothing of this request is left to run
+        cancelled.set()  # done, failed, out of time or abandoned: nothing of this request is left to run

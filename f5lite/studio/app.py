@@ -1,10 +1,12 @@
 """The studio's page (Gradio Blocks): a project picker and four tabs, Speak, Data, Train, Evaluate & export.
 
 Each button calls one function of `f5lite.studio.{speak,data,training,evaluate}` under a named API route
-(`api_name`), so `gradio_client` drives the page as a user does. Whatever a user gets wrong (no audio, an empty
-text, a name with a path in it, a dataset without speech, a second training) comes back as one line in the page
-(`gr.Error`), never as a traceback or a spinner that does not stop. Long jobs run as processes; the page polls
-their folders (`gr.Timer`), so a reload shows them as they are.
+(`api_name`), so `gradio_client` drives the page as a user does, and so may anyone who reaches the port: every
+value a handler gets is checked there (numbers against `f5lite.studio.limits`, names, paths and overrides by the
+library), whatever the page's widgets allow. Whatever a user gets wrong (no audio, an empty text, a name with a
+path in it, a number out of range, a refused override, a dataset without speech, a second training) comes back as
+one line in the page (`gr.Error`), never as a traceback or a spinner that does not stop. Long jobs run as
+processes; the page polls their folders (`gr.Timer`), so a reload shows them as they are.
 """
 
 from __future__ import annotations
@@ -24,12 +26,10 @@ import pandas as pd
 import soundfile as sf
 import torch
 
-from f5lite.audio import SAMPLE_RATE, log_mel
-from f5lite.audio.images import mel_image
-from f5lite.eval.png import grey_png
-from f5lite.paths import config_roots
+from f5lite.audio import SAMPLE_RATE
 from f5lite.sampling import SamplerOptions
-from f5lite.studio import data, evaluate, jobs, speak, training
+from f5lite.studio import data, evaluate, jobs, overrides, speak, training
+from f5lite.studio import limits as lim
 from f5lite.studio.machine import propose
 from f5lite.studio.names import check_name
 from f5lite.studio.project import Project, Workspace
@@ -96,12 +96,6 @@ def _bind_kind(fn: Callable[[str, str], str], kind: str) -> Callable[[str], str]
     return call
 
 
-def recipes() -> list[str]:
-    """The recipes a run can start from."""
-    # The duration predictor's recipes train no voice; distill needs a teacher, which the page does not ask for.
-    return sorted(p.stem for p in config_roots()[1].glob("*.yaml") if not p.stem.startswith(("duration", "distill")))
-
-
 def _pcm16(wave: torch.Tensor) -> np.ndarray:
     # int16, so that Gradio does not scale every streamed piece by its own peak.
     return (wave.clamp(-1, 1) * 32767).round().to(torch.int16).numpy()
@@ -109,7 +103,18 @@ def _pcm16(wave: torch.Tensor) -> np.ndarray:
 
 def _seed(value: float | None) -> int | None:
     """The page's seed: a negative or empty one draws a new seed."""
-    return None if value is None or value < 0 else int(value)
+    seed = lim.SEED.whole(-1 if value is None else value)
+    return None if seed < 0 else seed
+
+
+def _bounds(limit: lim.Limit) -> tuple[float, float]:
+    return limit.low, limit.high
+
+
+def _number(limit: lim.Limit, label: str, value: float) -> gr.Number:
+    """A number field with the limit's range (whole numbers for an integer limit)."""
+    precision = 0 if limit.integer else None
+    return gr.Number(label=label, value=value, minimum=limit.low, maximum=limit.high, precision=precision)
 
 
 def _audio_of(path: Path) -> tuple[int, np.ndarray]:
@@ -155,6 +160,11 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
         cfg: float, cfg_zero: bool, speed: float, seed: float | None, seconds: float | None,
     ) -> Iterator[tuple[Any, Any, Any, str]]:  # fmt: skip
         p = project(name)
+        options = SamplerOptions(
+            steps=lim.STEPS.whole(steps), cfg_strength=lim.GUIDANCE.check(cfg), cfg_zero_star=bool(cfg_zero),
+            speed=lim.SPEED.check(speed),
+        )  # fmt: skip
+        fixed, drawn = lim.SECONDS.check(seconds or 0) or None, _seed(seed)
         stretches = speak.parse_script(script or "")
         page = None
         if voice and voice != PAGE_VOICE:
@@ -167,21 +177,15 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
             reference = page if v is None else speak.project_voice(p, v)
             assert reference is not None  # the page's reference is loaded above when a stretch needs it
             refs.append((reference, text))
-        options = SamplerOptions(steps=int(steps), cfg_strength=cfg, cfg_zero_star=cfg_zero, speed=speed)
         started = time.monotonic()
         pieces = []
         with models.lock:
             synthesizer = models.get(model_path(p, label))
-            for piece in speak.speak(synthesizer, refs, options, _seed(seed), seconds or None):
+            for piece in speak.speak(synthesizer, refs, options, drawn, fixed):
                 pieces.append(piece)
                 yield (SAMPLE_RATE, _pcm16(piece)), None, None, f"{len(pieces)} piece(s) made…"
         wave = torch.cat(pieces)
-        p.speech.mkdir(parents=True, exist_ok=True)
-        stem = time.strftime("%Y%m%d-%H%M%S")
-        out = p.speech / f"{stem}.wav"
-        sf.write(out, wave.numpy(), SAMPLE_RATE, subtype="PCM_16")
-        image = p.speech / f"{stem}.png"
-        image.write_bytes(grey_png(mel_image(log_mel(wave[None], kind=synthesizer.mel_type)[0])))
+        out, image = speak.save_speech(p, wave, synthesizer.mel_type)
         note = f"{wave.shape[0] / SAMPLE_RATE:.2f} s of speech in {time.monotonic() - started:.1f} s, saved as speech/{out.name}"
         if page is not None and not (ref_text or "").strip() and needs_page:
             note += f"; the reference was transcribed as: “{page.text}”"
@@ -223,7 +227,7 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
     @_page_errors
     def start_transcribe(name: str, workers: float) -> str:
         p = project(name)
-        data.start_transcribe(p, int(workers))
+        data.start_transcribe(p, lim.WORKERS.whole(workers))
         return job_text(data.job_dir(p, "transcribe"), "Transcription")
 
     @_page_errors
@@ -279,7 +283,7 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
     @_page_errors
     def start_prepare(name: str, extend: bool, val_count: float) -> str:
         p = project(name)
-        data.start_prepare(p, extend, int(val_count))
+        data.start_prepare(p, extend, lim.HELD_OUT.whole(val_count))
         return job_text(data.job_dir(p, "prepare"), "Preparation")
 
     @_page_errors
@@ -289,9 +293,7 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
     # ---- Train -------------------------------------------------------------------------------------------------
     @_page_errors
     def propose_settings(recipe: str) -> tuple[float, str, str]:
-        from f5lite.config import compose_config
-
-        cfg = compose_config([f"+recipe={recipe}"])
+        cfg = training.compose([f"+recipe={training.check_recipe(recipe)}"])
         proposal = propose(cfg.data.frames_per_gpu)
         return proposal.frames_per_gpu, proposal.precision, proposal.reason
 
@@ -304,8 +306,9 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
         base_path = str(found.get(base, base)) if base else None
         return training.Plan(
             recipe=recipe, mode=mode, base=base_path, base_vocab=(base_vocab or "").strip() or None,
-            max_updates=int(updates), lr=lr or None, frames_per_gpu=int(frames) if frames else None,
-            precision=precision, lora_rank=int(rank), every=int(every), vocoder=settings.vocoder,
+            max_updates=lim.UPDATES.whole(updates), lr=lim.LEARNING_RATE.check(lr or 0) or None,
+            frames_per_gpu=lim.FRAMES.whole(frames or 0) or None, precision=precision,
+            lora_rank=lim.LORA_RANK.whole(rank), every=lim.EVERY.whole(every), vocoder=settings.vocoder,
             vocoder_source=settings.vocoder_source, extra=tuple((extra or "").split()),
         )  # fmt: skip
 
@@ -357,7 +360,13 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
     def start_eval(name: str, label: str, eval_name: str, steps: float) -> str:
         p = project(name)
         evaluate.start_eval(
-            p, model_path(p, label), eval_name, int(steps), settings.vocoder, settings.vocoder_source, settings.device
+            p,
+            model_path(p, label),
+            eval_name,
+            lim.EVAL_STEPS.whole(steps),
+            settings.vocoder,
+            settings.vocoder_source,
+            settings.device,
         )
         return job_text(data.job_dir(p, "eval"), "Evaluation")
 
@@ -431,13 +440,14 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
                     script = gr.Textbox(label="Text to say ({Name} switches to a saved voice)", lines=5)
                     with gr.Accordion("Options", open=False):
                         steps = gr.Slider(
-                            1, 64, value=32, step=1, label="Steps", info="at 32 a distilled model takes its own (4)"
-                        )
-                        cfg = gr.Slider(0, 5, value=2.0, step=0.1, label="Guidance (CFG strength)")
+                            *_bounds(lim.STEPS), value=32, step=1, label="Steps",
+                            info="at 32 a distilled model takes its own (4)",
+                        )  # fmt: skip
+                        cfg = gr.Slider(*_bounds(lim.GUIDANCE), value=2.0, step=0.1, label="Guidance (CFG strength)")
                         cfg_zero = gr.Checkbox(label="CFG-Zero*", value=False)
-                        speed = gr.Slider(0.5, 2.0, value=1.0, step=0.05, label="Speed")
-                        seed = gr.Number(label="Seed (-1: a new one each time)", value=-1, precision=0)
-                        seconds = gr.Number(label="Seconds of speech (0: the duration predictor or the rule)", value=0)
+                        speed = gr.Slider(*_bounds(lim.SPEED), value=1.0, step=0.05, label="Speed")
+                        seed = _number(lim.SEED, "Seed (-1: a new one each time)", -1)
+                        seconds = _number(lim.SECONDS, "Seconds of speech (0: the duration predictor or the rule)", 0)
                     go = gr.Button("Speak", variant="primary", elem_id="speak-button")
                     streamed = gr.Audio(
                         label="Speech, as it is made", streaming=True, autoplay=True, elem_id="speech-stream"
@@ -460,7 +470,7 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
                 with gr.Column():
                     uploads = gr.File(label="Raw recordings", file_count="multiple", type="filepath")
                     add = gr.Button("Add recordings")
-                    workers = gr.Number(label="Transcription workers", value=1, precision=0, minimum=1)
+                    workers = _number(lim.WORKERS, "Transcription workers", 1)
                     with gr.Row():
                         run_transcribe = gr.Button("Transcribe", variant="primary")
                         stop_transcribe = gr.Button("Stop", variant="stop", size="sm")
@@ -490,7 +500,7 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
             vocab_info = gr.Markdown()
             with gr.Row():
                 extend = gr.Checkbox(label="Prepare with the checked vocabulary (for fine-tuning)", value=False)
-                val_count = gr.Number(label="Held-out clips (validation and test set)", value=2, precision=0)
+                val_count = _number(lim.HELD_OUT, "Held-out clips (validation and test set)", 2)
                 run_prepare = gr.Button("Prepare the dataset", variant="primary")
                 stop_prepare = gr.Button("Stop", variant="stop", size="sm")
             prepare_info = gr.Markdown()
@@ -508,23 +518,23 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
             with gr.Row():
                 with gr.Column():
                     run_name = gr.Textbox(label="Run name", value="run1")
-                    names = recipes()
+                    names = training.recipes()
                     recipe = gr.Dropdown(label="Recipe", choices=names, value="demo" if "demo" in names else names[0])
                     mode = gr.Radio(list(training.MODES), value="scratch", label="Training")
                     base = gr.Dropdown(label="Base model (fine-tuning)", choices=[], allow_custom_value=True)
                     base_vocab = gr.Textbox(label="Its vocab.txt (only for an F5-TTS checkpoint file)")
-                    updates = gr.Number(label="Updates", value=500, precision=0)
-                    lr = gr.Number(label="Learning rate (0: the recipe's)", value=0)
+                    updates = _number(lim.UPDATES, "Updates", 500)
+                    lr = _number(lim.LEARNING_RATE, "Learning rate (0: the recipe's)", 0)
                     with gr.Row():
-                        frames = gr.Number(label="Frames per batch (0: the recipe's)", value=0, precision=0)
+                        frames = _number(lim.FRAMES, "Frames per batch (0: the recipe's)", 0)
                         precision = gr.Dropdown(["no", "bf16", "fp16"], value="no", label="Precision")
                     suggest = gr.Button("Propose for this machine", size="sm")
                     machine_info = gr.Markdown()
-                    rank = gr.Number(label="LoRA rank", value=16, precision=0)
-                    every = gr.Number(
-                        label="Checkpoint, validation and samples every (updates)", value=100, precision=0
+                    rank = _number(lim.LORA_RANK, "LoRA rank", 16)
+                    every = _number(lim.EVERY, "Checkpoint, validation and samples every (updates)", 100)
+                    extra = gr.Textbox(
+                        label="More overrides (key=value ...)", info=f"settings of: {overrides.SECTIONS}"
                     )
-                    extra = gr.Textbox(label="More overrides (key=value ...)")
                     with gr.Row():
                         start_button = gr.Button("Start", variant="primary", elem_id="train-start")
                         stop_button = gr.Button("Stop", variant="stop", elem_id="train-stop")
@@ -554,7 +564,7 @@ def build(workspace: Workspace, settings: StudioSettings) -> gr.Blocks:
                 with gr.Column():
                     eval_model = gr.Dropdown(label="Model", choices=[], allow_custom_value=True)
                     eval_name = gr.Textbox(label="Evaluation name", value="eval1")
-                    eval_steps = gr.Slider(1, 64, value=16, step=1, label="Steps")
+                    eval_steps = gr.Slider(*_bounds(lim.EVAL_STEPS), value=16, step=1, label="Steps")
                     with gr.Row():
                         run_eval = gr.Button("Evaluate", variant="primary")
                         stop_eval = gr.Button("Stop", variant="stop", size="sm")

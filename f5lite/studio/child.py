@@ -7,6 +7,11 @@ any later studio process, where the studio itself could only know it while it is
 
 The studio stops a job by signalling the whole session (`os.killpg`): the command gets the signal; the wrapper
 ignores it (set once the command has started, so the command keeps the default disposition) and records the end.
+
+The studio passes the job's lock (`f5lite.studio.jobs.Claim`: an open descriptor with an exclusive `flock`) to the
+wrapper, which keeps it open, without knowing of it, until it exits: after the command has ended and its status is
+written. The command does not inherit it (`Popen` closes other descriptors), so a process the command leaves
+behind does not hold the job's folder.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The page is served on 127.0.0.1 unless `--host` says otherwise, behind a username and password when `--auth` (or
 the `F5LITE_STUDIO_AUTH` environment variable, `user:password`) gives them, and never through a public share link
 unless `--share` asks for one. Only files under the workspace are served: Gradio's upload and cache folder is put
-inside it (`ROOT/.studio-cache`) and the workspace is the one allowed path. A bad option, a root that cannot be
-made or a port in use ends the command with one line and exit status 2.
+inside it (`ROOT/.studio-cache`) and the workspace is the one allowed path. An upload larger than
+`--max-upload-mb` is refused by Gradio. A bad option, a root that cannot be made or a port in use ends the command
+with one line and exit status 2.
 
 Streamed audio needs an `ffmpeg` program (Gradio encodes the stream with it); when none is on PATH, the one in the
 `imageio-ffmpeg` wheel (the `studio` extra) is put on PATH for the studio.
@@ -26,6 +27,8 @@ AUTH_ENV = "F5LITE_STUDIO_AUTH"
 """The environment variable with `user:password` when `--auth` is not given."""
 CACHE = ".studio-cache"
 """Gradio's upload and cache folder, inside the workspace."""
+MAX_UPLOAD_MB = 1024
+"""The default `--max-upload-mb`: hours of raw recordings (an hour of 16-bit 48 kHz stereo WAV is 660 MiB)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     add("--port", type=int, default=7860, help="port (default: 7860)")
     add("--auth", default=None, help=f"USER:PASSWORD to log in with (default: ${AUTH_ENV}, else none)")
     add("--share", action="store_true", help="also open a public Gradio share link (off unless asked)")
+    add(
+        "--max-upload-mb", type=int, default=MAX_UPLOAD_MB,
+        help=f"largest file an upload may hold, in MiB (default: {MAX_UPLOAD_MB})",
+    )  # fmt: skip
     add("--vocoder", default="vocos", choices=["vocos", "griffin_lim"], help="vocoder for speech (default: vocos)")
     add("--vocoder-source", default=None, help="Vocos weights: a local directory or a hub id")
     add("--device", default="auto", help="auto, cpu or cuda (default: auto)")
@@ -88,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < args.port < 65536:
         sys.stderr.write(f"f5lite-studio: --port {args.port} is not a port number\n")
         return EXIT_USAGE
+    if args.max_upload_mb < 1:
+        sys.stderr.write(f"f5lite-studio: --max-upload-mb {args.max_upload_mb} must be at least 1\n")
+        return EXIT_USAGE
     if _port_taken(args.host, args.port):
         sys.stderr.write(
             f"f5lite-studio: {args.host}:{args.port} is in use (or not an address here); give another --port\n"
@@ -112,6 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout.flush()
     page.queue(default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, auth=auth, share=args.share, allowed_paths=[str(root)],
-        ssr_mode=False, show_error=True, quiet=False,
+        max_file_size=args.max_upload_mb * 1024 * 1024, ssr_mode=False, show_error=True, quiet=False,
     )  # fmt: skip
     return 0

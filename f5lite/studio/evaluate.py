@@ -18,6 +18,7 @@ from typing import Any
 
 from f5lite.studio import jobs
 from f5lite.studio.data import job_dir
+from f5lite.studio.overrides import literal
 from f5lite.studio.project import Project
 
 TESTSET = Path("val") / "testset.txt"
@@ -30,18 +31,20 @@ def start_eval(
     """Start `f5lite-eval` of `model` on the project's test set into `evals/NAME`, with the studio's vocoder and device.
 
     Raises:
-        ValueError: a bad name, no test set, or an evaluation that runs already.
+        ValueError: a bad name, no test set, a path holding `${`, or an evaluation that runs already.
     """
     out = project.child("evals", name)
     data = project.dataset()
     if data is None or not (data / TESTSET).is_file():
         raise ValueError("the project's dataset has no test set: prepare it with a validation split (Data tab)")
+    # f5lite-eval sets these keys verbatim (no Hydra grammar), but OmegaConf would still resolve a `${...}` in them.
     command = [
-        sys.executable, "-m", "f5lite.eval", f"model={model}", f"testset={data / TESTSET}", f"output={out}",
+        sys.executable, "-m", "f5lite.eval", f"model={literal(str(model), 'the model')}",
+        f"testset={literal(str(data / TESTSET), 'the test set')}", f"output={literal(str(out), 'the output')}",
         f"vocoder={vocoder}", f"sample.steps={steps}", f"device={device}",
     ]  # fmt: skip
     if vocoder_source:
-        command.append(f"sample.vocoder_source={vocoder_source}")
+        command.append(f"sample.vocoder_source={literal(vocoder_source, 'the vocoder source')}")
     return jobs.start(job_dir(project, "eval"), command)
 
 

@@ -1,13 +1,19 @@
 """Long jobs as processes whose whole state is in a folder: started, running, ended with an exit status, its log.
 
-A job folder holds `job.json` (the command, the wrapper's pid, when it started), `output.log` (the command's stdout
-and stderr) and, once the command has ended, `status.json` (written by `f5lite.studio.child`). `state` reads only
-these files and the process table, so the studio can be restarted, or the page reloaded, while a job runs: the job
-is found running, or ended with its status and the last lines of its log. A wrapper killed outright (SIGKILL, a
-machine restart) leaves no status: the job reads as `lost`.
+A job folder holds `job.json` (the command, the wrapper's pid and its `process_start` stamp, when it started),
+`output.log` (the command's stdout and stderr) and, once the command has ended, `status.json` (written by
+`f5lite.studio.child`). `state` reads only these files and the process table, so the studio can be restarted, or
+the page reloaded, while a job runs: the job is found running, or ended with its status and the last lines of its
+log. A wrapper killed outright (SIGKILL, a machine restart) leaves no status: the job reads as `lost`. The recorded
+stamp tells the wrapper apart from a later process given the same pid, so that one never reads as the job, and
+`stop` never signals it.
 
-One job runs per folder at a time (`start` refuses while one runs). Jobs run in their own session, so `stop`
-signals the command and nothing else, and a Ctrl-C of the studio does not reach them.
+One job runs per folder at a time: `Claim` takes the folder's `FolderLock` (or that of a folder several job
+folders share, as a project's trainings share its `runs/`) before anything is written and hands it to the job's
+wrapper, which holds it until the job ends, so two starts at once (two clicks, a second studio) cannot both start,
+and `job.json` is never replaced while its job runs; a job reads `running` for as long as its wrapper does. Jobs run
+in their own session, so `stop` signals the command and nothing else, and a Ctrl-C of the studio does not reach
+them. Their environment is the studio's less its secrets (`SECRET_ENV`).
 """
 
 from __future__ import annotations
@@ -22,10 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from f5lite.atomic import write_json_atomic
+from f5lite.serve.cli import API_KEY_ENV
+from f5lite.storage.lock import FolderLock, FolderLockError, process_start
+from f5lite.storage.lock import alive as process_alive
 from f5lite.studio.child import STATUS_FILE
+from f5lite.studio.cli import AUTH_ENV
 
 JOB_FILE = "job.json"
 LOG_FILE = "output.log"
+SECRET_ENV = (AUTH_ENV, API_KEY_ENV)
+"""Environment variables a job does not inherit: the studio's login, `f5lite-serve`'s API key."""
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
 """Wrappers this studio process started, polled so that an ended one is reaped (a zombie still has a pid)."""
@@ -61,77 +73,110 @@ class JobState:
         return self.state == "running"
 
 
-def alive(pid: int) -> bool:
-    """Whether a process of that id runs (a zombie, ended but not yet reaped, does not)."""
+def alive(pid: int, start: str | None) -> bool:
+    """Whether process `pid` runs and is the process that started at `start` (`f5lite.storage.lock.alive`)."""
     child = _children.get(pid)
-    if child is not None:
-        return child.poll() is None
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+    if child is not None and child.poll() is not None:
+        return False  # ours, and ended: reaped now
+    return process_alive(pid, start)
 
 
 def state(folder: Path) -> JobState:
     """The job's state, from its folder and the process table."""
     try:
         job = json.loads((folder / JOB_FILE).read_text(encoding="utf-8"))
+        command, pid, started = tuple(job["command"]), int(job["pid"]), float(job["started"])
+        stamp = job.get("process_start")
     except FileNotFoundError:
         return JobState("none")
-    except (OSError, ValueError):
+    except (OSError, ValueError, KeyError, TypeError):
         return JobState("lost")
-    command, pid, started = tuple(job["command"]), int(job["pid"]), float(job["started"])
-    status = folder / STATUS_FILE
-    if not status.is_file():
-        if alive(pid):
-            return JobState("running", None, command, pid, started)
-        if not status.is_file():  # it may have been written since
-            return JobState("lost", None, command, pid, started)
+    # Running until the wrapper is gone (it writes the status, then ends): as long as it holds the job's lock.
+    if alive(pid, stamp):
+        return JobState("running", None, command, pid, started)
     try:
-        rc = int(json.loads(status.read_text(encoding="utf-8"))["rc"])
+        rc = int(json.loads((folder / STATUS_FILE).read_text(encoding="utf-8"))["rc"])
     except (OSError, ValueError, KeyError, TypeError):
         return JobState("lost", None, command, pid, started)
     name = "done" if rc == 0 else "stopped" if rc in (128 + signal.SIGTERM, 128 + signal.SIGINT) else "failed"
     return JobState(name, rc, command, pid, started)
 
 
-def start(folder: Path, command: list[str], cwd: Path | None = None) -> JobState:
-    """Start `command` as the folder's job (its previous log and status are replaced).
+def child_environment() -> dict[str, str]:
+    """The environment of a job: the studio's, less its secrets (`SECRET_ENV`), with unbuffered Python output."""
+    return {**{k: v for k, v in os.environ.items() if k not in SECRET_ENV}, "PYTHONUNBUFFERED": "1"}
+
+
+class Claim:
+    """The right to start a folder's job: a `FolderLock` taken before anything is written, then handed to the job.
+
+    `with Claim(folder) as claim: ...; claim.start(command)`. Entering takes the lock without waiting (the folder
+    itself, or the folder `lock`, shared by several job folders; created if missing). `start` passes its
+    descriptor to the job's wrapper (`f5lite.studio.child`), which holds it for as long as the job runs, whichever
+    studio process is running by then; this process's descriptor is closed after the start, or on leaving the block.
 
     Args:
-        folder: the job folder (created if missing).
-        command: the program and its arguments.
-        cwd: the working directory (default: the folder).
+        folder: the job folder.
+        lock: the folder to lock instead (a training locks its project's `runs/`: one training at a time).
 
-    Returns:
-        The running job's state.
+    Raises:
+        JobBusyError: on entering, while another job (or another start) holds the lock.
+    """
+
+    def __init__(self, folder: Path, lock: Path | None = None) -> None:
+        self.folder = folder
+        self.lock = FolderLock(lock or folder, f"a job is already running in {folder}: stop it or wait for it to end")
+
+    def __enter__(self) -> Claim:
+        self.lock.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.lock.acquire()
+        except FolderLockError as err:
+            raise JobBusyError(str(err)) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+    def start(self, command: list[str], cwd: Path | None = None) -> JobState:
+        """Start `command` as the folder's job (its previous log and status are replaced).
+
+        Args:
+            command: the program and its arguments.
+            cwd: the working directory (default: the folder).
+
+        Returns:
+            The running job's state.
+        """
+        assert self.lock.fd is not None, "start inside `with Claim(...)`"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / STATUS_FILE).unlink(missing_ok=True)
+        wrapper = [sys.executable, "-m", "f5lite.studio.child", str(self.folder), "--", *command]
+        with open(self.folder / LOG_FILE, "wb") as log:
+            process = subprocess.Popen(
+                wrapper, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd or self.folder,
+                env=child_environment(), start_new_session=True, pass_fds=(self.lock.fd,),
+            )  # fmt: skip
+        _children[process.pid] = process
+        job = {
+            "command": command,
+            "pid": process.pid,
+            "started": time.time(),
+            "process_start": process_start(process.pid),
+        }
+        write_json_atomic(self.folder / JOB_FILE, job)
+        self.lock.release()
+        return state(self.folder)
+
+
+def start(folder: Path, command: list[str], cwd: Path | None = None) -> JobState:
+    """Claim the folder (`Claim`) and start `command` as its job.
 
     Raises:
         JobBusyError: the folder's job is running.
     """
-    if state(folder).running:
-        raise JobBusyError(f"a job is already running in {folder}: stop it or wait for it to end")
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / STATUS_FILE).unlink(missing_ok=True)
-    wrapper = [sys.executable, "-m", "f5lite.studio.child", str(folder), "--", *command]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with open(folder / LOG_FILE, "wb") as log:
-        process = subprocess.Popen(
-            wrapper, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd or folder, env=env,
-            start_new_session=True,
-        )  # fmt: skip
-    _children[process.pid] = process
-    write_json_atomic(folder / JOB_FILE, {"command": command, "pid": process.pid, "started": time.time()})
-    return state(folder)
+    with Claim(folder) as claim:
+        return claim.start(command, cwd)
 
 
 def stop(folder: Path, signum: int = signal.SIGTERM) -> bool:

@@ -8,13 +8,17 @@ short sampler call), every piece is synthesized on its own, and the pieces join 
 each piece is handed out as soon as it is made, less the tail that fades into the next. With a fixed length in
 seconds the script is one voice and one call, the length spread over its chunks by `Synthesizer`.
 
-A reference without a transcript is transcribed by the offline recogniser (PocketSphinx, English).
+A reference without a transcript is transcribed by the offline recogniser (PocketSphinx, English). What was said
+is kept as `speech/<date>-<time>.wav` with its spectrogram `.png` (`save_speech`), a name taken by another call in
+the same second getting `-2`, `-3`, ...: each name is created exclusively, so two calls never share one.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +27,16 @@ import soundfile as sf
 from torch import Tensor
 
 from f5lite.atomic import write_text_atomic
-from f5lite.audio import SAMPLE_RATE, load_audio
-from f5lite.infer.chunking import max_chunk_bytes, prepare_ref_text
+from f5lite.audio import SAMPLE_RATE, load_audio, log_mel
+from f5lite.audio.images import mel_image
+from f5lite.eval.png import grey_png
+from f5lite.infer.chunking import check_ref_text, max_chunk_bytes, prepare_ref_text
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.metrics.asr import load_recognizer
 from f5lite.sampling import SamplerOptions
 from f5lite.serve.speech import FIRST_BYTES, StreamJoin, split_text
 from f5lite.serve.voices import MIN_SECONDS
+from f5lite.studio.limits import SCRIPT_CHARS
 from f5lite.studio.names import check_name
 from f5lite.studio.project import Project
 
@@ -55,17 +62,19 @@ def load_reference(audio: str | Path | None, text: str | None) -> Reference:
     """Read a reference clip; transcribe it when `text` is empty.
 
     Raises:
-        ValueError: no clip, an unreadable one, or one too short or too long.
+        ValueError: no clip, an unreadable one (or one outside `load_audio`'s limits, refused on its header), one
+            too short or too long, or a transcript too long for it.
     """
     if not audio:
         raise ValueError("no reference audio: upload or record a clip of the voice (or pick a saved voice)")
-    wave = load_audio(audio)
+    wave = load_audio(audio, max_seconds=MAX_REF_SECONDS)
     seconds = wave.shape[0] / SAMPLE_RATE
     if not MIN_SECONDS <= seconds <= MAX_REF_SECONDS:
         raise ValueError(
             f"the reference clip is {seconds:.1f} s long; give {MIN_SECONDS:.0f} to {MAX_REF_SECONDS:.0f} s of speech"
         )
     text = (text or "").strip() or transcribe(wave)
+    check_ref_text(text, seconds)
     return Reference(wave, text)
 
 
@@ -97,6 +106,29 @@ def save_voice(project: Project, name: str, reference: Reference) -> Path:
     return path
 
 
+def save_speech(project: Project, wave: Tensor, mel_type: str) -> tuple[Path, Path]:
+    """Keep speech as `speech/<date>-<time>[-N].wav` (16-bit) and its spectrogram as the `.png` of the same name.
+
+    Returns:
+        The WAV file and the PNG file.
+    """
+    project.speech.mkdir(parents=True, exist_ok=True)
+    stem = time.strftime("%Y%m%d-%H%M%S")
+    n = 1
+    while True:
+        wav = project.speech / (f"{stem}.wav" if n == 1 else f"{stem}-{n}.wav")
+        try:
+            os.close(os.open(wav, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))  # the name is ours from here on
+        except FileExistsError:
+            n += 1
+            continue
+        sf.write(wav, wave.numpy(), SAMPLE_RATE, subtype="PCM_16")
+        image = wav.with_suffix(".png")
+        with open(image, "xb") as file:
+            file.write(grey_png(mel_image(log_mel(wave[None], kind=mel_type)[0])))
+        return wav, image
+
+
 def parse_script(script: str) -> list[tuple[str | None, str]]:
     """Split a script at `{Name}` markers.
 
@@ -104,8 +136,11 @@ def parse_script(script: str) -> list[tuple[str | None, str]]:
         `(voice, text)` stretches in order, blank ones dropped; voice None is the page's reference.
 
     Raises:
-        ValueError: a marker that is not a valid voice name, or a script with nothing to say.
+        ValueError: a script longer than `SCRIPT_CHARS`, a marker that is not a valid voice name, or a script with
+            nothing to say.
     """
+    if len(script) > SCRIPT_CHARS:
+        raise ValueError(f"the text is {len(script)} characters long; say at most {SCRIPT_CHARS} at a time")
     parts = _MARKER.split(script)
     stretches: list[tuple[str | None, str]] = []
     voice: str | None = None
@@ -129,7 +164,8 @@ def project_voice(project: Project, name: str) -> Reference:
     if not path.is_file() or not path.with_suffix(".txt").is_file():
         known = ", ".join(project.voice_names()) or "none yet"
         raise ValueError(f"there is no voice {name!r} in project {project.name!r} (saved voices: {known})")
-    return Reference(load_audio(path), path.with_suffix(".txt").read_text(encoding="utf-8").strip())
+    wave = load_audio(path, max_seconds=MAX_REF_SECONDS)
+    return Reference(wave, path.with_suffix(".txt").read_text(encoding="utf-8").strip())
 
 
 class Models:

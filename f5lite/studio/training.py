@@ -1,11 +1,15 @@
 """Training runs of a project: started as `python -m f5lite.train` processes, read back from their run directories.
 
-The studio never trains in its own process. `start` composes the overrides of a plan (a recipe, the project's
-dataset, the mode: from scratch, full fine-tuning or LoRA from a base model, and the settings), checks that no
-other training of the project runs, and starts the trainer through `f5lite.studio.jobs` with its job files in
-`RUN_DIR/studio/` (the command's output in `output.log`, its exit status). The overrides are kept there too, so
-`resume` starts the same command again, which the trainer resumes from the newest checkpoint (run directories are
-deterministic). `stop` sends SIGTERM: the trainer writes a checkpoint of the last finished update and exits 143.
+The studio never trains in its own process. `start` makes the overrides of a plan (a recipe, the project's
+dataset, the mode: from scratch, full fine-tuning or LoRA from a base model, the settings, and the "More overrides"
+the page allows: paths quoted and extra keys allow-listed by `f5lite.studio.overrides`), composes them here so that
+a bad value is refused in one line before anything is written, claims the project's one training (a lock on its
+`runs/` folder, held by the trainer's wrapper while it runs: two starts at once cannot both start), checks that no
+run of the project trains from a terminal, and only then writes the overrides and starts the trainer through
+`f5lite.studio.jobs` with its job files in `RUN_DIR/studio/` (the command's output in `output.log`, its exit
+status). The overrides kept there let `resume` start the same command again, which the trainer resumes from the
+newest checkpoint (run directories are deterministic). `stop` sends SIGTERM: the trainer writes a checkpoint of the
+last finished update and exits 143.
 
 `view` reads only the run directory: `run.lock` (a live holder: running, also for a run started from a terminal),
 `logs/train.jsonl` (the loss curve), `logs/eval.jsonl` (the validation curve), `logs/samples/` (training samples as
@@ -17,12 +21,18 @@ from __future__ import annotations
 import json
 import socket
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from f5lite.atomic import write_text_atomic
+from f5lite.config import TrainConfig, compose_config
+from f5lite.config.schema import PRECISIONS
+from f5lite.paths import config_roots
 from f5lite.storage.lock import LOCK_FILE
 from f5lite.storage.rundir import CHECKPOINTS, EXPORT, LOGS
 from f5lite.studio import jobs
+from f5lite.studio.overrides import check_extra, quote
 from f5lite.studio.project import Project
 from f5lite.train.evaluation import EVAL_LOG
 from f5lite.train.loggers import SAMPLES_DIR, TRAIN_LOG
@@ -32,6 +42,36 @@ JOB_DIR = "studio"
 OVERRIDES_FILE = "overrides.json"
 MODES = ("scratch", "full", "lora")
 """Training from scratch, fine-tuning every weight, fine-tuning low-rank adapters."""
+_COMPOSE = threading.Lock()
+"""Hydra's compose API keeps global state: one composition at a time in this process (the page runs calls at once)."""
+
+
+def recipes() -> list[str]:
+    """The recipes a run can start from."""
+    # The duration predictor's recipes train no voice; distill needs a teacher, which the page does not ask for.
+    return sorted(p.stem for p in config_roots()[1].glob("*.yaml") if not p.stem.startswith(("duration", "distill")))
+
+
+def check_recipe(name: str) -> str:
+    """`name`, if it is one of `recipes()`.
+
+    Raises:
+        ValueError: naming the recipes there are.
+    """
+    known = recipes()
+    if name not in known:
+        raise ValueError(f"recipe {name!r} is not one of the studio's recipes: {', '.join(known)}")
+    return name
+
+
+def compose(overrides: list[str]) -> TrainConfig:
+    """The trainer's config from its overrides, composed in this process as the trainer will compose it.
+
+    Raises:
+        ValueError: one line naming the key at fault.
+    """
+    with _COMPOSE:
+        return compose_config(overrides)
 
 
 @dataclass(frozen=True)
@@ -70,37 +110,41 @@ class Plan:
     extra: tuple[str, ...] = field(default_factory=tuple)
 
     def overrides(self, data_dir: Path, run_dir: Path) -> list[str]:
-        """The trainer's command-line overrides.
+        """The trainer's command-line overrides: the paths quoted (`quote`), `extra` last (checked: `check_extra`).
 
         Raises:
-            ValueError: a plan that cannot run (naming what is wrong).
+            ValueError: a plan that cannot run, or a refused override (naming what is wrong).
         """
+        check_recipe(self.recipe)
         if self.mode not in MODES:
             raise ValueError(f"training mode {self.mode!r} is not valid; choose one of: {', '.join(MODES)}")
-        if self.mode != "scratch" and not self.base:
-            raise ValueError(f"{self.mode} fine-tuning needs a base model: pick or type one")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision {self.precision!r} is not valid; choose one of: {', '.join(PRECISIONS)}")
         if self.max_updates < 1 or self.every < 1:
             raise ValueError("updates and the checkpoint interval must be at least 1")
         args = [
-            f"+recipe={self.recipe}", f"data.dir={data_dir}", f"run_dir={run_dir}", "data.num_workers=0",
+            f"+recipe={self.recipe}", f"data.dir={quote(str(data_dir), 'the dataset')}",
+            f"run_dir={quote(str(run_dir), 'the run directory')}", "data.num_workers=0",
             f"optim.max_updates={self.max_updates}", f"optim.warmup_updates={max(1, self.max_updates // 10)}",
             f"perf.precision={self.precision}", f"ckpt.every={self.every}", f"eval.every={self.every}",
             f"logger.every={max(1, min(self.every, 10))}", f"logger.sample_every={self.every}",
             f"sample.vocoder={self.vocoder}",
         ]  # fmt: skip
         if self.vocoder_source:
-            args.append(f"sample.vocoder_source={self.vocoder_source}")
+            args.append(f"sample.vocoder_source={quote(self.vocoder_source, 'the vocoder source')}")
         if self.frames_per_gpu:
             args.append(f"data.frames_per_gpu={self.frames_per_gpu}")
         if self.lr is not None:
             args.append(f"optim.lr={self.lr}")
         if self.mode != "scratch":
-            args.append(f"init.weights={self.base}")
+            if not self.base:
+                raise ValueError(f"{self.mode} fine-tuning needs a base model: pick or type one")
+            args.append(f"init.weights={quote(self.base, 'the base model')}")
             if self.base_vocab:
-                args.append(f"init.vocab={self.base_vocab}")
+                args.append(f"init.vocab={quote(self.base_vocab, 'the vocab.txt')}")
         if self.mode == "lora":
             args.append(f"finetune.lora.rank={self.lora_rank}")
-        return [*args, *self.extra]
+        return [*args, *check_extra(self.extra)]
 
 
 @dataclass(frozen=True)
@@ -143,18 +187,15 @@ def start(project: Project, name: str, plan: Plan) -> RunView:
     """Start a new run (or continue one with a new plan) as a trainer process.
 
     Raises:
-        ValueError: no dataset, another training of the project runs, or a plan that cannot run.
+        ValueError: no dataset, a plan that cannot run, or another training of the project runs (or starts).
     """
     folder = run_dir(project, name)
     data = project.dataset()
     if data is None:
         raise ValueError("the project has no prepared dataset: prepare one on the Data tab first")
     overrides = plan.overrides(data, folder)
-    _check_no_other_training(project)
-    job = folder / JOB_DIR
-    job.mkdir(parents=True, exist_ok=True)
-    (job / OVERRIDES_FILE).write_text(json.dumps(overrides, indent=1), encoding="utf-8")
-    jobs.start(job, [sys.executable, "-m", "f5lite.train", *overrides], cwd=project.folder)
+    compose(overrides)
+    _start(project, folder, overrides, write=True)
     return view(folder)
 
 
@@ -162,16 +203,33 @@ def resume(project: Project, name: str) -> RunView:
     """Start a stopped or failed run again with the overrides it was started with.
 
     Raises:
-        ValueError: no such run started from the studio, or another training of the project runs.
+        ValueError: no such run started from the studio, or another training of the project runs (or starts).
     """
     folder = run_dir(project, name)
     saved = folder / JOB_DIR / OVERRIDES_FILE
     if not saved.is_file():
         raise ValueError(f"run {name!r} was not started from the studio: there is nothing to resume")
-    _check_no_other_training(project)
-    overrides = json.loads(saved.read_text(encoding="utf-8"))
-    jobs.start(folder / JOB_DIR, [sys.executable, "-m", "f5lite.train", *overrides], cwd=project.folder)
+    _start(project, folder, json.loads(saved.read_text(encoding="utf-8")), write=False)
     return view(folder)
+
+
+def _start(project: Project, folder: Path, overrides: list[str], write: bool) -> None:
+    """Claim the project's one training, check for one from a terminal, keep the overrides (`write`), start.
+
+    Raises:
+        ValueError: another run of the project trains, or is starting.
+    """
+    try:
+        with jobs.Claim(folder / JOB_DIR, lock=project.folder / "runs") as claim:
+            busy = running_run(project)  # one started from a terminal: its run.lock, no claim
+            if busy is not None:
+                raise _busy(project, busy)
+            if write:  # only now that the start is certain: a refused one leaves the run's files as they were
+                (folder / JOB_DIR).mkdir(parents=True, exist_ok=True)
+                write_text_atomic(folder / JOB_DIR / OVERRIDES_FILE, json.dumps(overrides, indent=1))
+            claim.start([sys.executable, "-m", "f5lite.train", *overrides], cwd=project.folder)
+    except jobs.JobBusyError:
+        raise _busy(project, running_run(project)) from None
 
 
 def stop(project: Project, name: str) -> bool:
@@ -187,10 +245,9 @@ def running_run(project: Project) -> str | None:
     return None
 
 
-def _check_no_other_training(project: Project) -> None:
-    busy = running_run(project)
-    if busy is not None:
-        raise ValueError(f"run {busy!r} of project {project.name!r} is training: stop it first (one at a time)")
+def _busy(project: Project, name: str | None) -> ValueError:
+    what = f"run {name!r}" if name else "another run"  # None: the other start has not written its job yet
+    return ValueError(f"{what} of project {project.name!r} is training: stop it first (one at a time)")
 
 
 def _lock_holder_alive(folder: Path) -> bool:
@@ -198,7 +255,8 @@ def _lock_holder_alive(folder: Path) -> bool:
         holder = json.loads((folder / LOCK_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return holder.get("host") == socket.gethostname() and jobs.alive(int(holder.get("pid", -1)))
+    same_host = holder.get("host") == socket.gethostname()
+    return same_host and jobs.alive(int(holder.get("pid", -1)), holder.get("start"))
 
 
 def view(folder: Path, with_curves: bool = True) -> RunView:

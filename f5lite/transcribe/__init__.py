@@ -6,7 +6,8 @@
 - `recognise`: the clips' transcripts, from the recognisers of `f5lite.metrics.asr` in batches, as training text.
 - `filters`: which transcribed clips are kept, and the reason for each one left out.
 - `source`: one recording from start to finish (the work of one worker process), and its record.
-- `workspace`: OUT's layout, who owns it, and how a source's clips appear there whole or not at all (resume).
+- `workspace`: OUT's layout and its clip folders' names, who owns it (one run at a time: its lock), and how a
+  source's clips appear there whole or not at all (resume).
 - `vocab`: `--vocab-of`, the transcripts' tokens a pretrained vocabulary lacks, and the vocabulary extended.
 - `report`: `report.json` and `report.html`.
 - `run`: `transcribe()`, the sources spread over worker processes; `cli`: the command line.

@@ -5,8 +5,8 @@ with `OUT/report.json` and `OUT/report.html`; `--vocab-of MODEL_DIR_OR_VOCAB` al
 against a pretrained vocabulary and writes `OUT/vocab.txt`, extended. Running it again on the same OUT continues an
 interrupted run. A short summary, and the command that prepares the clips for training, go to stdout.
 
-Exit status: 0 when clips were kept, 1 when none were, 2 for a bad command line, IN, OUT or setting, 130 when
-interrupted by Ctrl-C.
+Exit status: 0 when clips were kept, 1 when none were, 2 for a bad command line, IN, OUT or setting (an OUT another
+run is writing, too), 130 when interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ EXIT_OK = 0
 EXIT_NOTHING_KEPT = 1
 """Exit status: no clip was kept (`report.html` says why)."""
 EXIT_USAGE = 2
-"""Exit status: a bad command line, IN, OUT or setting; nothing was written."""
+"""Exit status: a bad command line, IN, OUT or setting, or another run holds OUT; nothing was written."""
 EXIT_INTERRUPTED = 130
 """Exit status: stopped by Ctrl-C (the finished recordings are kept)."""
 

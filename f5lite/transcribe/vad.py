@@ -2,9 +2,10 @@
 
 Shapes: w windows of `WINDOW` samples at 16 kHz (32 ms each).
 
-The recording is read with soundfile `BLOCK_SECONDS` at a time, mixed down to mono, resampled to 16 kHz and fed to
-the model window by window; the model keeps its recurrent state across windows and blocks, so a file is one
-continuous stream however it is cut into blocks. Beside each window's speech probability the window's loudness
+The recording's header is checked first (`f5lite.audio.io.check_header`: its rate and channels), then it is read
+with soundfile `BLOCK_SECONDS` at a time, mixed down to mono, resampled to 16 kHz by one resampler that runs across
+the blocks (`f5lite.audio.resample.ResampleStream`) and fed to the model window by window; the model keeps its
+recurrent state across windows and blocks, so a file is one continuous stream however it is cut into blocks. Beside each window's speech probability the window's loudness
 (RMS in dB) is kept: where speech runs on without a pause, the slicer cuts at the quietest window.
 
 Silero VAD (the `silero-vad` package, MIT) ships its TorchScript model inside its wheel: nothing is downloaded.
@@ -20,7 +21,9 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 import torch
-import torchaudio.functional as AF
+
+from f5lite.audio.io import check_header
+from f5lite.audio.resample import ResampleStream
 
 VAD_RATE = 16_000
 """The model's sample rate."""
@@ -93,7 +96,9 @@ def speech_track(path: str | Path, model: torch.jit.ScriptModule, block_seconds:
     except sf.SoundFileError as err:
         raise ValueError(f"{path}: not readable as audio ({err})") from None
     rate, channels = int(info.samplerate), int(info.channels)
+    check_header(str(path), rate, channels, int(info.frames), None)  # an AudioError is a ValueError
     frames = max(1, round(block_seconds * rate))
+    resampler = ResampleStream(rate, VAD_RATE)
     model.reset_states()
     probs: list[float] = []
     rms: list[float] = []
@@ -103,10 +108,7 @@ def speech_track(path: str | Path, model: torch.jit.ScriptModule, block_seconds:
             while True:
                 block = f.read(frames, dtype="float32", always_2d=True)
                 last = len(block) < frames
-                if len(block):
-                    mono = torch.from_numpy(block.mean(axis=1))
-                    wave = AF.resample(mono, rate, VAD_RATE) if rate != VAD_RATE else mono
-                    carry = torch.cat((carry, wave))
+                carry = torch.cat((carry, resampler.feed(torch.from_numpy(block.mean(axis=1)), last)))
                 if last:  # the stream's end: pad the final partial window
                     carry = torch.nn.functional.pad(carry, (0, (-len(carry)) % WINDOW))
                 whole = len(carry) - len(carry) % WINDOW
