@@ -805,6 +805,14 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "SRV9",
+        "a client gone before its first audio: its generator is closed while still running (an error per leaver)",
+        "f5lite/serve/app.py",
+        "            await made\n",
+        "            pass\n",
+        ("tests/test_serve_stream.py::test_a_client_that_leaves_before_its_first_audio_frees_its_place_at_once",),
+    ),
+    Mutant(
         "AUD1",
         "a clip's header is not checked: a declared 1 Hz or an hour is decoded and resampled",
         "f5lite/audio/io.py",

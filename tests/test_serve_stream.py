@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -193,3 +194,22 @@ def test_a_page_of_an_allowed_origin_is_served_and_others_are_not(parts) -> None
         assert (
             httpx.post(f"{url}/v1/audio/speech", json=body(), headers={"Authorization": "Bearer kk"}).status_code == 401
         )
+
+
+def test_a_client_that_leaves_before_its_first_audio_frees_its_place_at_once(parts, caplog) -> None:
+    with caplog.at_level("ERROR", logger="f5lite.serve"), serving(parts, {0: 2.0}) as url:
+        host, port = url.removeprefix("http://").split(":")
+        request = json.dumps(body()).encode()
+        with socket.create_connection((host, int(port))) as gone:
+            head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            gone.sendall(head + b"Content-Length: %d\r\n\r\n" % len(request) + request)
+            time.sleep(0.5)  # admitted, its first piece in the model (held 2 s)
+            assert queue_depth(url) == 1
+        deadline = time.monotonic() + 1.0  # well before the piece is made
+        while queue_depth(url) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert queue_depth(url) == 0
+        assert (
+            httpx.post(f"{url}/v1/audio/speech", json=body(), timeout=60).status_code == 200
+        )  # and the server goes on
+    assert not caplog.records, caplog.text  # a client leaving is no failure of the server

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import threading
@@ -48,7 +49,7 @@ from f5lite.serve.metrics import ServerMetrics
 from f5lite.serve.settings import MODEL_ALIASES, ServeSettings
 from f5lite.serve.speech import Plan, plan, speak
 from f5lite.serve.stream import SpeechStream
-from f5lite.serve.voices import NotDeletableError, Voice, VoiceExistsError, VoiceStore, check_name
+from f5lite.serve.voices import NotDeletableError, Voice, VoiceExistsError, VoiceStore
 
 logger = logging.getLogger(__name__)
 SPEEDS = (0.25, 4.0)
@@ -162,7 +163,6 @@ def create_app(engine: Engine, voices: VoiceStore, settings: ServeSettings) -> G
     async def add_voice(request: Request) -> dict[str, Any]:
         name, data, text = await _voice_form(request, settings.max_upload_bytes)
         try:
-            check_name(name)
             voice = await asyncio.to_thread(voices.add, name, data, text)
         except VoiceExistsError as err:
             raise ApiError(409, str(err), param="name") from None
@@ -292,7 +292,9 @@ async def _first_chunk(content: AsyncGenerator[bytes, None], request: Request) -
     finally:
         gone.cancel()
     if not made.done():
-        made.cancel()
+        made.cancel()  # into the generator: its piece is dropped; then it has ended, and can be closed
+        with contextlib.suppress(asyncio.CancelledError):
+            await made
         raise ApiError(400, "the client went away")
     return made.result()
 

@@ -90,10 +90,11 @@ class Guard:
                 status[0] = int(message["status"])
             await send(message)
 
+        limit = body_limit(scope["method"], scope["path"], self.settings)
         try:
-            refusal = self._refusal(scope)
+            refusal = self._refusal(scope, limit)
             if refusal is None:
-                receive = await self._read_body(scope, receive)
+                receive = await self._read_body(receive, limit)
         except ApiError as err:
             refusal = err
         if refusal is not None:
@@ -114,8 +115,8 @@ class Guard:
         if route != SPEECH:
             self.metrics.latency.labels(route).observe(time.perf_counter() - started)
 
-    def _refusal(self, scope: Scope) -> ApiError | None:
-        """The error that refuses the request from its headers alone, or None."""
+    def _refusal(self, scope: Scope, limit: int) -> ApiError | None:
+        """The error that refuses the request from its headers alone (its body's `limit` among them), or None."""
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
         path, method = scope["path"], scope["method"]
         origin = headers.get("origin")
@@ -130,15 +131,14 @@ class Guard:
         if path.startswith(VOICES) and method in ("POST", "DELETE") and not self.settings.voice_upload:
             return ApiError(403, "adding and deleting voices is disabled; start the server with --voice-upload",
                             kind="permission_error")  # fmt: skip
-        limit = body_limit(method, path, self.settings)
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
             return ApiError(413, f"the request body is larger than {limit} bytes", code="body_too_large")
         return None
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
-        """Read the whole body within its limit and time; a `receive` that gives it again, then the rest."""
-        limit, timeout = body_limit(scope["method"], scope["path"], self.settings), self.settings.send_timeout
+    async def _read_body(self, receive: Receive, limit: int) -> Receive:
+        """Read the whole body within `limit` bytes and in time; a `receive` that gives it again, then the rest."""
+        timeout = self.settings.send_timeout
         parts, size, more = [], 0, True
         while more:
             try:
