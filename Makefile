@@ -53,7 +53,7 @@ test-golden: $(STAMP) $(F5TTS_DIR)/.installed ## Golden and cross-implementation
 	done
 
 # The browser tests are slow-marked too; test-browser runs them, test-slow leaves them out.
-BROWSER_TESTS := tests/test_eval_report_browser.py tests/test_studio_browser.py
+BROWSER_TESTS := tests/eval/test_report_browser.py tests/studio/test_browser.py
 test-slow: $(STAMP) ## Run the slow tests (but the browser tests: test-browser)
 	$(BIN)/python -m pytest -m "slow and not gpu" $(addprefix --ignore=,$(BROWSER_TESTS)) $(PYTEST_FLAGS) \
 		|| test $$? -eq 5  # 5: none selected

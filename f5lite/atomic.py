@@ -1,8 +1,13 @@
 """Atomic writes of files and whole directories, so that a reader (or a re-run after a crash) never sees half of one.
 
 Each writer writes to a temporary file (or directory) next to the target and renames it over the target; a rename
-within one file system replaces it in one step. `f5lite-prepare` writes its outputs this way, run directories their
-config and vocab, and exports their whole directory (`atomic_directory`).
+within one file system replaces it in one step. The written data is flushed to disk (`fsync`) before the rename and
+the directory holding the target after it, so that a power cut or a kernel crash leaves the old content or the new
+one, never an empty or half-written file under the target's name, nor a rename that is lost. `f5lite-prepare` writes
+its outputs this way, run directories their config and vocab, checkpoints their `latest` pointer, and exports their
+whole directory (`atomic_directory`). This is the one place that writes files atomically: the few writers that
+build a folder themselves and then rename it into place (a checkpoint, a transcribed recording's clips) do the
+rename through `rename_durably`.
 """
 
 from __future__ import annotations
@@ -17,12 +22,57 @@ from pathlib import Path
 from typing import Any
 
 
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Flush a directory's entries to disk: a rename into it (or a file created in it) survives a crash after this.
+
+    Args:
+        path: The directory.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """Flush a closed file's data to disk (the writer's buffers must have been flushed or the file closed).
+
+    Args:
+        path: The file.
+    """
+    with open(path, "rb") as file:
+        os.fsync(file.fileno())
+
+
+def rename_durably(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Rename a finished file, or a folder of files, to `target`, so that a crash leaves it whole or not there at all.
+
+    The data is flushed to disk before the rename (the file; or each file of the folder, and the folder's entries),
+    and the directory of `target` after it. Both must be on one file system.
+
+    Args:
+        source: The finished file, or a folder holding files only.
+        target: The name it gets: a file there is replaced, a folder there must be empty.
+    """
+    source, target = Path(source), Path(target)
+    if source.is_dir():
+        for path in source.iterdir():
+            fsync_file(path)
+        fsync_dir(source)
+    else:
+        fsync_file(source)
+    os.replace(source, target)
+    fsync_dir(target.parent)
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Give a temporary path to write to; when the block succeeds it replaces `path`, otherwise it is removed.
 
     The temporary file sits next to `path` (a rename across file systems would not be atomic) and is named after
-    the process id, so two processes writing the same target do not clobber each other's half-written files.
+    the process id, so two processes writing the same target do not clobber each other's half-written files. It is
+    flushed to disk before the rename, and the directory after it. Close what you wrote before the block ends.
 
     Args:
         path: The file to create or replace; its directory must exist.
@@ -34,7 +84,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         yield temporary
-        os.replace(temporary, target)
+        rename_durably(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -66,8 +116,8 @@ def atomic_directory(
 ) -> Iterator[Path]:
     """Give an empty staging directory; when the block succeeds it becomes `out`, replacing a previous one.
 
-    The staging directory sits next to `out` and gets the usual umask-based modes; its files are flushed to disk
-    before the swap. An existing `out` is replaced only when it is empty or `replaceable(out)` says so (a previous
+    The staging directory sits next to `out` and gets the usual umask-based modes; its files and entries are flushed
+    to disk before the swap, and the parent directory after it. The staging directory holds files only (no folders). An existing `out` is replaced only when it is empty or `replaceable(out)` says so (a previous
     export, say), so nobody's other files are ever mixed with or deleted by the new ones.
 
     Args:
@@ -99,21 +149,19 @@ def atomic_directory(
 def _swap_into_place(staging: Path, out: Path) -> None:
     """Rename the finished directory to `out`; an old one is moved aside first and removed after."""
     if not out.exists():
-        staging.rename(out)
+        rename_durably(staging, out)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
     old.rmdir()
     out.rename(old)
-    staging.rename(out)
+    rename_durably(staging, out)
     shutil.rmtree(old, ignore_errors=True)
 
 
 def _publish_modes(staging: Path) -> None:
-    """Give the directory and files the usual umask-based modes (mkdtemp makes 0700) and flush them to disk."""
+    """Give the directory and files the usual umask-based modes (mkdtemp makes 0700)."""
     umask = os.umask(0)
     os.umask(umask)
     staging.chmod(0o777 & ~umask)
     for path in staging.iterdir():
         path.chmod(0o666 & ~umask)
-        with open(path, "rb") as file:
-            os.fsync(file.fileno())

@@ -185,7 +185,7 @@ def build_inputs(root: Path, kinds: list[str], *, clips: int, copies: int, rate:
     """
     from f5lite.data.cuts import FRAMES, MEL_PATH, MEL_TYPE, TOKEN_IDS, make_cut, text_of, write_cuts
     from f5lite.prepare import PrepareOptions, prepare
-    from f5lite.prepare.shar import SharItem, write_shar
+    from f5lite.prepare.shar_writer import SharItem, write_shar
 
     start = time.perf_counter()
     prepared = root / "prepared"

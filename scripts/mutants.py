@@ -57,20 +57,20 @@ class Mutant:
 TRAINER = "f5lite/train/trainer.py"
 TRANSCRIBE_WS = "f5lite/transcribe/workspace.py"
 SETUP = "f5lite/train/setup.py"
-RESUME = ("tests/test_train_resume.py",)
-SKIP = ("tests/test_train_loop.py::test_non_finite_update_is_skipped_by_optimizer_schedule_and_ema",)
-OPTIONS = "tests/test_train_options.py"
+RESUME = ("tests/train/test_resume.py",)
+SKIP = ("tests/train/test_loop.py::test_non_finite_update_is_skipped_by_optimizer_schedule_and_ema",)
+OPTIONS = "tests/train/test_options.py"
 EXPORT = (
-    "tests/test_train_loop.py::test_run_dir_and_its_exports_synthesize_the_same_audio",
-    "tests/test_train_loop.py::test_export_of_an_earlier_step_in_bf16",
+    "tests/train/test_loop.py::test_run_dir_and_its_exports_synthesize_the_same_audio",
+    "tests/train/test_loop.py::test_export_of_an_earlier_step_in_bf16",
 )
 
-DURATION = "tests/test_duration_plumbing.py"
-SAMPLER = "tests/test_data_sampler.py"
+DURATION = "tests/train/test_duration.py"
+SAMPLER = "tests/data/test_batching.py"
 AUTO = "f5lite/infer/auto.py"
-AUTO_TESTS = "tests/test_infer_auto.py"
+AUTO_TESTS = "tests/infer/test_auto.py"
 DROP = "f5lite/models/dropout.py"
-DROP_TESTS = "tests/test_models_dropout.py"
+DROP_TESTS = "tests/models/test_dropout.py"
 
 MUTANTS = (
     Mutant(
@@ -167,7 +167,7 @@ MUTANTS = (
         "f5lite/train/finetune.py",
         "state[TEXT_TABLE] = grow_text_table(table, len(data_vocab) + 1, generator)",
         "state[TEXT_TABLE] = torch.cat((table, torch.randn(len(data_vocab) + 1 - table.shape[0], table.shape[1])))",
-        ("tests/test_finetune.py::test_trainer_grows_the_table_at_the_trained_rows_statistics",),
+        ("tests/train/test_finetune.py::test_trainer_grows_the_table_at_the_trained_rows_statistics",),
     ),
     Mutant(
         "I",
@@ -188,7 +188,7 @@ MUTANTS = (
     Mutant(
         "K",
         "export and model=RUN_DIR use the online weights instead of the EMA",
-        "f5lite/storage/sources.py",
+        "f5lite/storage/model_sources.py",
         'weights = ckpt.tensors["ema"]',
         'weights = ckpt.tensors["model"]',
         EXPORT,
@@ -199,7 +199,7 @@ MUTANTS = (
         TRAINER,
         "self.backbone.load_state_dict(model, strict=self.trainable is None)",
         "self.backbone.load_state_dict(model if self.trainable is None else {}, strict=False)",
-        ("tests/test_finetune.py::test_lora_trains_adapters_only_resumes_and_merges",),
+        ("tests/train/test_finetune.py::test_lora_trains_adapters_only_resumes_and_merges",),
     ),
     Mutant(
         "M1",
@@ -207,7 +207,7 @@ MUTANTS = (
         "f5lite/data/loader.py",
         "        worker_init_fn=ignore_stop_signals,",
         "",
-        ("tests/test_train_faults.py::test_sigterm_to_the_process_group_with_workers_saves_and_resumes_exactly",),
+        ("tests/train/test_faults.py::test_sigterm_to_the_process_group_with_workers_saves_and_resumes_exactly",),
     ),
     Mutant(
         "M2",
@@ -215,7 +215,7 @@ MUTANTS = (
         TRAINER,
         "signum = any_rank(stop.signum or 0, self.device)",
         "signum = stop.signum or 0",
-        ("tests/test_train_ranks.py::test_a_sigterm_to_one_rank_stops_both_after_the_same_update",),
+        ("tests/train/test_ranks.py::test_a_sigterm_to_one_rank_stops_both_after_the_same_update",),
     ),
     Mutant(
         "M3",
@@ -223,7 +223,7 @@ MUTANTS = (
         "f5lite/storage/rundir.py",
         "        if old_vocab.tokens != vocab.tokens:",
         "        if len(old_vocab) != len(vocab):",
-        ("tests/test_train_faults.py::test_a_relaunch_with_another_vocab_is_refused_and_leaves_the_run_dir_as_it_was",),
+        ("tests/train/test_faults.py::test_a_relaunch_with_another_vocab_is_refused_and_leaves_the_run_dir_as_it_was",),
     ),
     Mutant(
         "M4",
@@ -231,7 +231,7 @@ MUTANTS = (
         "f5lite/storage/lock.py",
         '        elif host == me["host"] and alive(pid, start):',
         "        elif False:",
-        ("tests/test_train_faults.py::test_a_live_lock_refuses_and_a_stale_one_is_taken_over",),
+        ("tests/train/test_faults.py::test_a_live_lock_refuses_and_a_stale_one_is_taken_over",),
     ),
     Mutant(
         "M5",
@@ -240,7 +240,7 @@ MUTANTS = (
         "done = save(budget) and store.wait(timeout=budget - (time.monotonic() - start))",
         "done = save(1e9) and store.wait()",
         (
-            "tests/test_train_faults.py::test_a_stop_time_save_past_its_budget_exits_in_time_and_keeps_the_last_checkpoint",
+            "tests/train/test_faults.py::test_a_stop_time_save_past_its_budget_exits_in_time_and_keeps_the_last_checkpoint",
         ),
     ),
     Mutant(
@@ -249,20 +249,20 @@ MUTANTS = (
         "f5lite/data/loader.py",
         "CutSet.mux(*cutsets, weights=self.weights, seed=self.seed + epoch, stop_early=True)",
         "CutSet.mux(*cutsets, weights=None, seed=self.seed + epoch, stop_early=True)",
-        ("tests/test_data_sampler.py::test_mixed_sources_keep_their_weights_in_the_batches",),
+        ("tests/data/test_batching.py::test_mixed_sources_keep_their_weights_in_the_batches",),
     ),
     Mutant(
         "S2",
         "a resume on another number of ranks uses the epoch's earlier utterances again",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         "        if excluded:\n            cuts = cuts.filter(lambda cut: cut.id not in excluded)",
         "        if False:\n            cuts = cuts.filter(lambda cut: cut.id not in excluded)",
-        ("tests/test_data_sampler.py::test_a_resume_on_another_number_of_ranks_sees_each_utterance_once",),
+        ("tests/data/test_batching.py::test_a_resume_on_another_number_of_ranks_sees_each_utterance_once",),
     ),
     Mutant(
         "W1",
         "the sampler's window packed in stream order, not sorted by length",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         "        ranked = sorted(range(len(cuts)), key=frames.__getitem__)",
         "        ranked = list(range(len(cuts)))",
         (f"{SAMPLER}::test_little_padding_and_fuller_batches_than_a_sort_of_the_whole_set",),
@@ -270,7 +270,7 @@ MUTANTS = (
     Mutant(
         "W2",
         "a batch takes one utterance past the frame budget",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         "while pool and len(batch) < self._max_samples and spent + costs[-1] <= self._budget:",
         "while pool and len(batch) < self._max_samples and spent <= self._budget:",
         (f"{SAMPLER}::test_no_batch_exceeds_the_budget_and_every_utterance_appears_once",),
@@ -278,7 +278,7 @@ MUTANTS = (
     Mutant(
         "W3",
         "a window's rounds yielded in length order, not shuffled",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         "            order.shuffle(rounds)\n",
         "",
         (f"{SAMPLER}::test_batches_come_in_no_length_order",),
@@ -286,7 +286,7 @@ MUTANTS = (
     Mutant(
         "W4",
         "a window's part-filled last round yielded instead of packed again with the next window",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         "            if not last and (len(rounds[-1]) < world_size or len(rounds[-1][-1]) < self._max_samples):",
         "            if False:",
         (f"{SAMPLER}::test_a_window_leaves_no_part_filled_batch_behind",),
@@ -294,7 +294,7 @@ MUTANTS = (
     Mutant(
         "W5",
         "topping up a batch ignores data.fill_efficiency (any shorter utterance that fits)",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         "                if i < 0 or real + lengths[i] < self._fill * (len(batch) + 1) * top:",
         "                if i < 0:",
         (f"{SAMPLER}::test_little_padding_and_fuller_batches_than_a_sort_of_the_whole_set",),
@@ -302,7 +302,7 @@ MUTANTS = (
     Mutant(
         "W6",
         "a resume on another number of ranks leaves out only rank 0's earlier utterances",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         "                used.update(cut.id for batch in round_ for cut in batch)",
         "                used.update(cut.id for cut in round_[0])",
         (f"{SAMPLER}::test_a_resume_on_another_number_of_ranks_sees_each_utterance_once",),
@@ -310,7 +310,7 @@ MUTANTS = (
     Mutant(
         "W7",
         "the epoch's cut shuffle unseeded (ranks and replays would disagree)",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         '        return random.Random(f"f5lite.data.sampler {purpose} seed={self._seed} epoch={self._epoch}")',
         "        return random.Random()",
         (
@@ -321,7 +321,7 @@ MUTANTS = (
     Mutant(
         "W8",
         "a batch's utterances left in packing order (longest first)",
-        "f5lite/data/sampler.py",
+        "f5lite/data/batching.py",
         "                    order.shuffle(batch)\n",
         "                    pass\n",
         (f"{SAMPLER}::test_a_batch_s_utterances_come_in_no_length_order",),
@@ -332,7 +332,7 @@ MUTANTS = (
         "f5lite/train/validation.py",
         "    generator = torch.Generator().manual_seed(utterance_seed(seed, cut_id))",
         "    generator = torch.Generator().manual_seed(torch.seed())",
-        ("tests/test_train_validation.py::test_two_evaluations_of_the_same_weights_are_identical",),
+        ("tests/train/test_validation.py::test_two_evaluations_of_the_same_weights_are_identical",),
     ),
     Mutant(
         "V2",
@@ -340,7 +340,7 @@ MUTANTS = (
         "f5lite/train/evaluation.py",
         '            start = time.perf_counter()\n            self._load("ema", update, ema_weights)\n\n',
         '            start = time.perf_counter()\n            self._load("online", update, online_weights)\n\n',
-        ("tests/test_train_prompts.py::test_prompts_are_spoken_with_the_ema_weights_and_the_run_s_sampler",),
+        ("tests/train/test_prompts.py::test_prompts_are_spoken_with_the_ema_weights_and_the_run_s_sampler",),
     ),
     Mutant(
         "V3",
@@ -348,7 +348,7 @@ MUTANTS = (
         "f5lite/storage/store.py",
         'sign = 1.0 if score.get("lower_is_better", True) else -1.0',
         'sign = -1.0 if score.get("lower_is_better", True) else 1.0',
-        ("tests/test_train_best.py::test_keep_best_keeps_the_lowest_validation_losses_across_a_resume",),
+        ("tests/train/test_best.py::test_keep_best_keeps_the_lowest_validation_losses_across_a_resume",),
     ),
     Mutant(
         "V4",
@@ -356,7 +356,7 @@ MUTANTS = (
         "f5lite/metrics/melmetrics.py",
         "scipy_fft.dct(mel, type=2, axis=-1)",
         'scipy_fft.dct(mel, type=2, axis=-1, norm="ortho")',
-        ("tests/test_metrics.py::test_cepstrum_is_the_cosine_series_of_the_log_mel",),
+        ("tests/metrics/test_metrics.py::test_cepstrum_is_the_cosine_series_of_the_log_mel",),
     ),
     Mutant(
         "DUR1",
@@ -396,7 +396,7 @@ MUTANTS = (
         "f5lite/models/duration.py",
         "    if first:",
         "    if False:",
-        ("tests/test_duration_model.py::test_the_pair_term_is_the_log_ratio_error_computed_by_hand",),
+        ("tests/models/test_duration.py::test_the_pair_term_is_the_log_ratio_error_computed_by_hand",),
     ),
     Mutant(
         "DUR6",
@@ -412,7 +412,7 @@ MUTANTS = (
         "f5lite/models/layers.py",
         "nn.Linear(dim, dim * 2)\n        self.norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)",
         "nn.Linear(dim, dim * 2)\n        self.norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-5)",
-        ("tests/test_models_compat.py::test_fixture_outputs_reproduced",),
+        ("tests/models/test_compat.py::test_fixture_outputs_reproduced",),
     ),
     Mutant(
         "G2",
@@ -420,7 +420,7 @@ MUTANTS = (
         "f5lite/audio/mel.py",
         "_BIGVGAN_MAGNITUDE_EPS = 1e-9",
         "_BIGVGAN_MAGNITUDE_EPS = 1e-8",
-        ("tests/test_audio_mel.py::test_bigvgan_log_mel_matches_reference_recipe",),
+        ("tests/audio/test_mel.py::test_bigvgan_log_mel_matches_reference_recipe",),
     ),
     Mutant(
         "G3",
@@ -430,15 +430,15 @@ MUTANTS = (
         "    time = torch.rand(b, dtype=x1.dtype, device=device, generator=generator)\n",
         "    time = torch.rand(b, dtype=x1.dtype, device=device, generator=generator)\n"
         "    x0 = torch.randn(x1.shape, dtype=x1.dtype, device=device, generator=generator)\n",
-        ("tests/test_flow_loss.py::test_generator_draws_equal_f5tts_draws_for_the_same_seed",),
+        ("tests/models/test_flow_loss.py::test_generator_draws_equal_f5tts_draws_for_the_same_seed",),
     ),
     Mutant(
         "G4",
         "the golden bound of every golden test is a thousand times too loose",
-        "tests/golden.py",
+        "tests/support/golden.py",
         "return eps * (ulps * magnitude + range_ulps * scale)",
         "return 1000 * eps * (ulps * magnitude + range_ulps * scale)",
-        ("tests/test_golden.py",),
+        ("tests/compat/test_golden.py",),
     ),
     Mutant(
         "F0A",
@@ -446,7 +446,7 @@ MUTANTS = (
         "f5lite/metrics/melmetrics.py",
         '"f0_pairs": int(both.sum())',
         '"f0_pairs": int(voiced_gt[j].sum())',
-        ("tests/test_metrics.py::test_f0_error_is_left_out_when_nothing_is_voiced_in_both",),
+        ("tests/metrics/test_metrics.py::test_f0_error_is_left_out_when_nothing_is_voiced_in_both",),
     ),
     Mutant(
         "F0B",
@@ -454,7 +454,7 @@ MUTANTS = (
         "f5lite/eval/report.py",
         "pairs < F0_FEW_PAIRS",
         "pairs <= F0_FEW_PAIRS",
-        ("tests/test_eval_report.py::test_report_marks_an_f0_error_over_few_voiced_frames_as_noise",),
+        ("tests/eval/test_report.py::test_report_marks_an_f0_error_over_few_voiced_frames_as_noise",),
     ),
     Mutant(
         "F0C",
@@ -462,7 +462,7 @@ MUTANTS = (
         "f5lite/metrics/scoring.py",
         "(1 if key in SUMMED_KEYS else len(found))",
         "len(found)",
-        ("tests/test_metrics.py::test_summarize_averages_each_numeric_key_over_the_rows_that_have_it",),
+        ("tests/metrics/test_metrics.py::test_summarize_averages_each_numeric_key_over_the_rows_that_have_it",),
     ),
     Mutant(
         "SBS1",
@@ -471,7 +471,7 @@ MUTANTS = (
         "    for r in range(rounds):\n        turn = names[::-1] if alternate and r % 2 else names\n"
         "        order += [(r, name) for name in turn]\n",
         "    for name in names:\n        order += [(r, name) for r in range(rounds)]\n",
-        ("tests/test_bench_sidebyside.py::test_rounds_run_a_b_a_b_each_in_its_own_process",),
+        ("tests/bench/test_sidebyside.py::test_rounds_run_a_b_a_b_each_in_its_own_process",),
     ),
     Mutant(
         "SBS2",
@@ -479,7 +479,7 @@ MUTANTS = (
         "f5lite/bench/sidebyside.py",
         "turn = names[::-1] if alternate and r % 2 else names",
         "turn = names",
-        ("tests/test_bench_sidebyside.py::test_alternate_reverses_every_other_round",),
+        ("tests/bench/test_sidebyside.py::test_alternate_reverses_every_other_round",),
     ),
     Mutant(
         "SBS3",
@@ -487,7 +487,7 @@ MUTANTS = (
         "f5lite/bench/sidebyside.py",
         "            if check and not run.ok:",
         "            if False:",
-        ("tests/test_bench_sidebyside.py::test_a_failing_child_is_one_line_naming_its_configuration",),
+        ("tests/bench/test_sidebyside.py::test_a_failing_child_is_one_line_naming_its_configuration",),
     ),
     Mutant(
         "SBS4",
@@ -495,7 +495,7 @@ MUTANTS = (
         "f5lite/bench/sidebyside.py",
         '        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),\n',
         "",
-        ("tests/test_bench_sidebyside.py::test_header_records_machine_versions_and_date",),
+        ("tests/bench/test_sidebyside.py::test_header_records_machine_versions_and_date",),
     ),
     Mutant(
         "SBS5",
@@ -503,7 +503,7 @@ MUTANTS = (
         "f5lite/bench/sidebyside.py",
         "        if missing:",
         "        if False:",
-        ("tests/test_bench_sidebyside.py::test_results_files_must_carry_the_header",),
+        ("tests/bench/test_sidebyside.py::test_results_files_must_carry_the_header",),
     ),
     Mutant(
         "REF1",
@@ -511,7 +511,7 @@ MUTANTS = (
         "f5lite/config/reference.py",
         '            rows.extend(_walk(nested, key + ".", section_default))\n',
         "",
-        ("tests/test_docs.py::test_the_reference_lists_exactly_the_schema_keys_each_documented",),
+        ("tests/project/test_docs.py::test_the_reference_lists_exactly_the_schema_keys_each_documented",),
     ),
     Mutant(
         "REF2",
@@ -519,7 +519,7 @@ MUTANTS = (
         "f5lite/config/reference.py",
         "    for cls in reversed(schema.__mro__):",
         "    for cls in (schema,):",
-        ("tests/test_docs.py::test_the_reference_lists_exactly_the_schema_keys_each_documented",),
+        ("tests/project/test_docs.py::test_the_reference_lists_exactly_the_schema_keys_each_documented",),
     ),
     Mutant(
         "CMP1",
@@ -527,7 +527,7 @@ MUTANTS = (
         "f5lite/config/compose.py",
         '    ConfigStore.instance().store(name=f"{name}_schema", node=open_structured(schema))\n',
         "",
-        ("tests/test_infer_cli.py::test_contract_keys_and_free_text_reach_the_config",),
+        ("tests/infer/test_cli.py::test_contract_keys_and_free_text_reach_the_config",),
     ),
     Mutant(
         "AUTO1",
@@ -607,7 +607,7 @@ MUTANTS = (
         "f5lite/models/rope.py",
         "torch.stack((-sin_pairs[..., 0], sin_pairs[..., 1]), dim=-1)",
         "torch.stack((sin_pairs[..., 0], -sin_pairs[..., 1]), dim=-1)",
-        ("tests/test_models_compat.py",),
+        ("tests/models/test_compat.py",),
     ),
     Mutant(
         "ROPE2",
@@ -615,7 +615,7 @@ MUTANTS = (
         "f5lite/models/rope.py",
         "return (swapped * signed_sin + xf * cos).to(x.dtype)",
         "return (xf * cos + swapped * signed_sin).to(x.dtype)",
-        ("tests/test_models_rope.py::test_output_is_contiguous_heads_for_the_attention_kernel",),
+        ("tests/models/test_rope.py::test_output_is_contiguous_heads_for_the_attention_kernel",),
     ),
     Mutant(
         "EVP1",
@@ -623,7 +623,7 @@ MUTANTS = (
         "scripts/eval_paths.py",
         'replace(row, gt_audio=(audio_dir / f"{row.id}.wav").resolve())',
         "replace(row, gt_audio=row.gt_audio)",
-        ("tests/test_eval_paths.py::test_reference_testset_points_every_row_at_the_reference_audio",),
+        ("tests/eval/test_paths.py::test_reference_testset_points_every_row_at_the_reference_audio",),
     ),
     Mutant(
         "TR1",
@@ -631,7 +631,7 @@ MUTANTS = (
         "f5lite/transcribe/vad.py",
         "    finally:\n        torch.set_num_threads(threads)\n",
         "    finally:\n        pass\n",
-        ("tests/test_transcribe_vad.py::test_loading_the_model_leaves_torch_threads_as_they_were",),
+        ("tests/transcribe/test_vad.py::test_loading_the_model_leaves_torch_threads_as_they_were",),
     ),
     Mutant(
         "TR2",
@@ -639,7 +639,7 @@ MUTANTS = (
         "f5lite/transcribe/vad.py",
         "                carry = carry[whole:]",
         "                carry = carry[:0]",
-        ("tests/test_transcribe_vad.py::test_the_track_covers_the_recording",),
+        ("tests/transcribe/test_vad.py::test_the_track_covers_the_recording",),
     ),
     Mutant(
         "TR3",
@@ -647,7 +647,7 @@ MUTANTS = (
         "f5lite/transcribe/slicing.py",
         "max(0.0, first * window - min(settings.margin + ONSET_LEAD, before)),",
         "max(0.0, first * window - settings.margin - ONSET_LEAD),",
-        ("tests/test_transcribe_slicing.py::test_margins_never_reach_past_the_middle_of_a_pause",),
+        ("tests/transcribe/test_slicing.py::test_margins_never_reach_past_the_middle_of_a_pause",),
     ),
     Mutant(
         "TR4",
@@ -655,7 +655,7 @@ MUTANTS = (
         "f5lite/transcribe/slicing.py",
         "        quiet = np.flatnonzero(loudness <= loudness.min() + TIE_DB) + lo",
         "        quiet = np.arange(lo, lo + 1)",
-        ("tests/test_transcribe_slicing.py::test_long_speech_is_cut_at_its_quietest_window",),
+        ("tests/transcribe/test_slicing.py::test_long_speech_is_cut_at_its_quietest_window",),
     ),
     Mutant(
         "FLT1",
@@ -663,7 +663,7 @@ MUTANTS = (
         "f5lite/transcribe/filters.py",
         "not median / settings.rate_factor <= clip.rate <= median * settings.rate_factor",
         "not clip.rate <= median * settings.rate_factor",
-        ("tests/test_transcribe_filters.py::test_a_rate_far_from_the_files_median_marks_a_wrong_transcript",),
+        ("tests/transcribe/test_filters.py::test_a_rate_far_from_the_files_median_marks_a_wrong_transcript",),
     ),
     Mutant(
         "FLT2",
@@ -671,7 +671,7 @@ MUTANTS = (
         "f5lite/transcribe/filters.py",
         'key = " ".join(clip.text.lower().split())',
         "key = clip.text",
-        ("tests/test_transcribe_filters.py::test_repeated_text_keeps_the_first_only",),
+        ("tests/transcribe/test_filters.py::test_repeated_text_keeps_the_first_only",),
     ),
     Mutant(
         "PSX1",
@@ -679,7 +679,7 @@ MUTANTS = (
         "f5lite/metrics/asr.py",
         "        self._decoder.reinit_feat()\n",
         "",
-        ("tests/test_transcribe_recognise.py::test_pocketsphinx_hears_each_clip_as_if_it_were_the_first",),
+        ("tests/transcribe/test_recognise.py::test_pocketsphinx_hears_each_clip_as_if_it_were_the_first",),
     ),
     Mutant(
         "TRW1",
@@ -687,7 +687,7 @@ MUTANTS = (
         TRANSCRIBE_WS,
         "    if out == in_dir or in_dir in out.parents:",
         "    if out == in_dir:",
-        ("tests/test_transcribe_workspace.py::test_out_inside_in_is_refused_before_anything_is_written",),
+        ("tests/transcribe/test_workspace.py::test_out_inside_in_is_refused_before_anything_is_written",),
     ),
     Mutant(
         "TRW2",
@@ -695,7 +695,7 @@ MUTANTS = (
         TRANSCRIBE_WS,
         "if not (str(rel) in leftovers or (str(rel) in published and _CLIP_FILE.fullmatch(name))):",
         "if not (str(rel) in leftovers or str(rel) in published):",
-        ("tests/test_transcribe_workspace.py::test_a_foreign_file_among_the_clips_is_refused",),
+        ("tests/transcribe/test_workspace.py::test_a_foreign_file_among_the_clips_is_refused",),
     ),
     Mutant(
         "TRW3",
@@ -703,7 +703,7 @@ MUTANTS = (
         TRANSCRIBE_WS,
         "        shutil.rmtree(out / clip_dir, ignore_errors=True)\n",
         "        pass\n",
-        ("tests/test_transcribe_workspace.py::test_an_interrupted_source_is_redone_and_finished_ones_are_not_touched",),
+        ("tests/transcribe/test_workspace.py::test_an_interrupted_source_is_redone_and_finished_ones_are_not_touched",),
     ),
     Mutant(
         "TRW4",
@@ -711,7 +711,7 @@ MUTANTS = (
         TRANSCRIBE_WS,
         "    changed = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))",
         "    changed: list[str] = []",
-        ("tests/test_transcribe_workspace.py::test_other_settings_are_refused_naming_them",),
+        ("tests/transcribe/test_workspace.py::test_other_settings_are_refused_naming_them",),
     ),
     Mutant(
         "TRW5",
@@ -719,7 +719,7 @@ MUTANTS = (
         TRANSCRIBE_WS,
         "if keys[path] not in done]",
         "]",
-        ("tests/test_transcribe_run.py::test_a_second_run_skips_finished_files_and_retries_failed_ones",),
+        ("tests/transcribe/test_run.py::test_a_second_run_skips_finished_files_and_retries_failed_ones",),
     ),
     Mutant(
         "TRS1",
@@ -727,7 +727,7 @@ MUTANTS = (
         "f5lite/transcribe/source.py",
         '            (job.staging / f"{name}.wav").unlink()',
         "            pass",
-        ("tests/test_transcribe_workspace.py::test_clips_the_filters_leave_out_are_listed_and_not_written",),
+        ("tests/transcribe/test_workspace.py::test_clips_the_filters_leave_out_are_listed_and_not_written",),
     ),
     Mutant(
         "TRC1",
@@ -735,15 +735,15 @@ MUTANTS = (
         "f5lite/transcribe/cli.py",
         'return EXIT_OK if result.report["totals"]["clips_kept"] else EXIT_NOTHING_KEPT',
         "return EXIT_OK",
-        ("tests/test_transcribe_cli.py::test_exit_codes_and_one_line_errors",),
+        ("tests/transcribe/test_cli.py::test_exit_codes_and_one_line_errors",),
     ),
     Mutant(
         "SRV1",
         "requests that arrive together are run one sampler call each",
         "f5lite/serve/engine.py",
-        "if piece.options == first.options and frames + piece.frames <= self._max_frames:",
+        "if task.options == first.options and frames + task.piece.frames <= self._max_frames:",
         "if False:",
-        ("tests/test_serve_batching.py::test_requests_that_arrive_together_share_a_sampler_call",),
+        ("tests/serve/test_batching.py::test_requests_that_arrive_together_share_a_sampler_call",),
     ),
     Mutant(
         "SRV2",
@@ -751,15 +751,15 @@ MUTANTS = (
         "f5lite/serve/admission.py",
         "if sum(self._taken.values()) >= self._size:",
         "if False:",
-        ("tests/test_serve_batching.py::test_a_full_queue_is_answered_429_with_retry_after_not_a_hang",),
+        ("tests/serve/test_batching.py::test_a_full_queue_is_answered_429_with_retry_after_not_a_hang",),
     ),
     Mutant(
         "SRV3",
         "a stream's first piece is a whole chunk (no early audio)",
         "f5lite/serve/speech.py",
-        "pieces = split_text(text, budget, FIRST_BYTES if streaming else None)",
-        "pieces = split_text(text, budget, None)",
-        ("tests/test_serve_api.py::test_a_streamed_response_arrives_in_pieces_and_decodes",),
+        "first = FIRST_BYTES if streaming else None",
+        "first = None",
+        ("tests/serve/test_api.py::test_a_streamed_response_arrives_in_pieces_and_decodes",),
     ),
     Mutant(
         "SRV4",
@@ -767,15 +767,15 @@ MUTANTS = (
         "f5lite/serve/guard.py",
         'if not hmac.compare_digest(given, f"Bearer {key}".encode()):',
         "if not given:",
-        ("tests/test_serve_api.py::test_a_missing_or_wrong_key_is_refused_but_health_needs_none",),
+        ("tests/serve/test_api.py::test_a_missing_or_wrong_key_is_refused_but_health_needs_none",),
     ),
     Mutant(
         "SRV5",
         "a voice name may hold a path",
-        "f5lite/serve/voices.py",
+        "f5lite/infer/names.py",
         'NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")',
         'NAME = re.compile(r".{1,64}")',
-        ("tests/test_serve_api.py::test_voices_are_added_used_and_deleted_over_http",),
+        ("tests/serve/test_api.py::test_voices_are_added_used_and_deleted_over_http",),
     ),
     Mutant(
         "SRV6",
@@ -783,15 +783,15 @@ MUTANTS = (
         "f5lite/infer/chunking.py",
         "        return _by_characters(text, max_bytes)",
         "        return [text]",
-        ("tests/test_infer_chunking.py::test_no_chunk_is_longer_than_the_budget_however_long_a_word",),
+        ("tests/infer/test_chunking.py::test_no_chunk_is_longer_than_the_budget_however_long_a_word",),
     ),
     Mutant(
         "SRV7",
         "a piece's frames are not capped to the model's window (a duration predictor may ask for minutes)",
-        "f5lite/serve/speech.py",
-        "wanted = min(synthesizer.duration.total_frames(ref, voice.text, words, speed), WINDOW_FRAMES)",
-        "wanted = synthesizer.duration.total_frames(ref, voice.text, words, speed)",
-        ("tests/test_serve_stream.py::test_every_piece_fits_the_window_and_the_plan_is_the_length_made",),
+        "f5lite/infer/synthesizer.py",
+        "totals = [min(total, max_frames) for total in totals]",
+        "totals = list(totals)",
+        ("tests/serve/test_stream.py::test_every_piece_fits_the_window_and_the_plan_is_the_length_made",),
     ),
     Mutant(
         "SRV8",
@@ -800,17 +800,17 @@ MUTANTS = (
         "    if characters > MAX_REF_CHARS_PER_SECOND * ref_seconds:",
         "    if False:",
         (
-            "tests/test_infer_chunking.py::test_a_reference_transcript_too_long_for_its_clip_is_refused",
-            "tests/test_serve_hostile.py::test_a_transcript_far_longer_than_its_clip_is_refused",
+            "tests/infer/test_chunking.py::test_a_reference_transcript_too_long_for_its_clip_is_refused",
+            "tests/serve/test_hostile.py::test_a_transcript_far_longer_than_its_clip_is_refused",
         ),
     ),
     Mutant(
         "SRV9",
         "a client gone before its first audio: its generator is closed while still running (an error per leaver)",
-        "f5lite/serve/app.py",
+        "f5lite/serve/routes/speech.py",
         "            await made\n",
         "            pass\n",
-        ("tests/test_serve_stream.py::test_a_client_that_leaves_before_its_first_audio_frees_its_place_at_once",),
+        ("tests/serve/test_stream.py::test_a_client_that_leaves_before_its_first_audio_frees_its_place_at_once",),
     ),
     Mutant(
         "AUD1",
@@ -819,8 +819,8 @@ MUTANTS = (
         "            check_header(name, rate, int(audio.channels), int(audio.frames), max_seconds)",
         "            pass",
         (
-            "tests/test_audio_io.py::test_a_header_outside_the_limits_is_refused_before_decoding",
-            "tests/test_serve_hostile.py::test_a_clip_is_refused_on_its_header_before_it_is_decoded",
+            "tests/audio/test_io.py::test_a_header_outside_the_limits_is_refused_before_decoding",
+            "tests/serve/test_hostile.py::test_a_clip_is_refused_on_its_header_before_it_is_decoded",
         ),
     ),
     Mutant(
@@ -829,7 +829,7 @@ MUTANTS = (
         "f5lite/audio/io.py",
         "        if limit is not None and frames > limit:",
         "        if False:",
-        ("tests/test_audio_io.py::test_the_length_limit_holds_on_the_header_and_while_decoding",),
+        ("tests/audio/test_io.py::test_the_length_limit_holds_on_the_header_and_while_decoding",),
     ),
     Mutant(
         "AUD3",
@@ -837,7 +837,7 @@ MUTANTS = (
         "f5lite/audio/resample.py",
         "    out = soxr.resample(wave.detach().cpu().numpy(), orig_rate, new_rate, quality=QUALITY)",
         '    out = __import__("torchaudio").functional.resample(wave.detach().cpu(), orig_rate, new_rate).numpy()',
-        ("tests/test_serve_hostile.py::test_a_one_second_wav_at_44101_hz_costs_little_memory_and_answers_at_once",),
+        ("tests/serve/test_hostile.py::test_a_one_second_wav_at_44101_hz_costs_little_memory_and_answers_at_once",),
     ),
     Mutant(
         "GRD1",
@@ -845,7 +845,7 @@ MUTANTS = (
         "f5lite/serve/guard.py",
         "        if length is not None and (not length.isdigit() or int(length) > limit):",
         "        if False:",
-        ("tests/test_serve_hostile.py::test_bodies_are_capped_before_they_are_read_or_parsed",),
+        ("tests/serve/test_hostile.py::test_bodies_are_capped_before_they_are_read_or_parsed",),
     ),
     Mutant(
         "GRD2",
@@ -853,15 +853,15 @@ MUTANTS = (
         "f5lite/serve/guard.py",
         "            if size > limit:",
         "            if False:",
-        ("tests/test_serve_hostile.py::test_bodies_are_capped_before_they_are_read_or_parsed",),
+        ("tests/serve/test_hostile.py::test_bodies_are_capped_before_they_are_read_or_parsed",),
     ),
     Mutant(
         "GRD3",
         "a voice upload's form is parsed with Starlette's defaults: a thousand parts are parsed",
-        "f5lite/serve/app.py",
+        "f5lite/serve/routes/voices.py",
         "form = await request.form(max_files=1, max_fields=2)",
         "form = await request.form()",
-        ("tests/test_serve_hostile.py::test_bodies_are_capped_before_they_are_read_or_parsed",),
+        ("tests/serve/test_hostile.py::test_bodies_are_capped_before_they_are_read_or_parsed",),
     ),
     Mutant(
         "GRD4",
@@ -869,7 +869,7 @@ MUTANTS = (
         "f5lite/serve/guard.py",
         "                message = await asyncio.wait_for(receive(), timeout)",
         "                message = await receive()",
-        ("tests/test_serve_hostile.py::test_a_client_that_trickles_its_body_is_answered_408",),
+        ("tests/serve/test_hostile.py::test_a_client_that_trickles_its_body_is_answered_408",),
     ),
     Mutant(
         "GRD5",
@@ -877,7 +877,7 @@ MUTANTS = (
         "f5lite/serve/guard.py",
         "        if origin is not None and origin not in self.settings.allowed_origins:",
         "        if False:",
-        ("tests/test_serve_hostile.py::test_a_web_page_from_elsewhere_is_refused",),
+        ("tests/serve/test_hostile.py::test_a_web_page_from_elsewhere_is_refused",),
     ),
     Mutant(
         "STR1",
@@ -885,7 +885,7 @@ MUTANTS = (
         "f5lite/serve/stream.py",
         "                await asyncio.wait_for(send(message), self._send_timeout)",
         "                await send(message)",
-        ("tests/test_serve_hostile.py::test_a_client_that_stops_reading_loses_its_place_within_the_timeout",),
+        ("tests/serve/test_hostile.py::test_a_client_that_stops_reading_loses_its_place_within_the_timeout",),
     ),
     Mutant(
         "STR2",
@@ -893,23 +893,23 @@ MUTANTS = (
         "f5lite/serve/speech.py",
         "            wave = await asyncio.wait_for(made, None if deadline is None else max(0.0, deadline - loop.time()))",
         "            wave = await made",
-        ("tests/test_serve_stream.py::test_a_request_out_of_time_before_its_first_audio_is_a_504",),
+        ("tests/serve/test_stream.py::test_a_request_out_of_time_before_its_first_audio_is_a_504",),
     ),
     Mutant(
         "STR3",
         "a failure after the first audio ends an audio stream cleanly: a short body that looks whole",
-        "f5lite/serve/app.py",
+        "f5lite/serve/routes/speech.py",
         "                raise StreamCutError(message) from err",
         "                return",
-        ("tests/test_serve_stream.py::test_after_the_first_audio_an_audio_stream_is_dropped_not_ended",),
+        ("tests/serve/test_stream.py::test_after_the_first_audio_an_audio_stream_is_dropped_not_ended",),
     ),
     Mutant(
         "STR4",
         "a failure after the first audio ends a server-sent-events stream without an error event",
-        "f5lite/serve/app.py",
+        "f5lite/serve/routes/speech.py",
         '            yield _event({"type": "error", "error": ApiError(500, message, kind="server_error").body()["error"]})',
         "            pass",
-        ("tests/test_serve_stream.py::test_after_the_first_audio_sse_ends_with_an_error_event",),
+        ("tests/serve/test_stream.py::test_after_the_first_audio_sse_ends_with_an_error_event",),
     ),
     Mutant(
         "ADM1",
@@ -917,15 +917,15 @@ MUTANTS = (
         "f5lite/serve/admission.py",
         "            if self._per_client and self._taken[client] >= self._per_client:",
         "            if False:",
-        ("tests/test_serve_hostile.py::test_one_address_holds_at_most_its_share_of_places",),
+        ("tests/serve/test_hostile.py::test_one_address_holds_at_most_its_share_of_places",),
     ),
     Mutant(
         "ENG1",
         "a piece given up while queued is still claimed: setting its result kills the model's thread",
         "f5lite/serve/engine.py",
-        "        return piece if piece.result.set_running_or_notify_cancel() else None",
-        "        return piece",
-        ("tests/test_serve_stream.py::test_a_piece_waiting_in_the_queue_is_dropped_when_its_request_is_given_up",),
+        "        return task if task.result.set_running_or_notify_cancel() else None",
+        "        return task",
+        ("tests/serve/test_stream.py::test_a_piece_waiting_in_the_queue_is_dropped_when_its_request_is_given_up",),
     ),
     Mutant(
         "VOI1",
@@ -933,7 +933,7 @@ MUTANTS = (
         "f5lite/serve/voices.py",
         "        if self._serving:",
         "        if False:",
-        ("tests/test_serve_hostile.py::test_an_upload_being_transcribed_does_not_stop_other_requests",),
+        ("tests/serve/test_hostile.py::test_an_upload_being_transcribed_does_not_stop_other_requests",),
     ),
     Mutant(
         "VOI4",
@@ -941,7 +941,7 @@ MUTANTS = (
         "f5lite/serve/voices.py",
         '    threading.Thread(target=watch, name="f5lite-recogniser-parent", daemon=True).start()',
         "    pass",
-        ("tests/test_serve_hostile.py::test_an_upload_being_transcribed_does_not_stop_other_requests",),
+        ("tests/serve/test_hostile.py::test_an_upload_being_transcribed_does_not_stop_other_requests",),
     ),
     Mutant(
         "VOI2",
@@ -949,7 +949,7 @@ MUTANTS = (
         "f5lite/serve/voices.py",
         "            if name not in self._uploaded:",
         "            if False:",
-        ("tests/test_serve_api.py::test_voices_are_added_used_and_deleted_over_http",),
+        ("tests/serve/test_api.py::test_voices_are_added_used_and_deleted_over_http",),
     ),
     Mutant(
         "VOI3",
@@ -957,7 +957,7 @@ MUTANTS = (
         "f5lite/serve/cli.py",
         "    if args.voice_upload and api_key is None and not _loopback(args.host):",
         "    if False:",
-        ("tests/test_serve_hostile.py::test_uploads_on_an_address_others_reach_need_a_key",),
+        ("tests/serve/test_hostile.py::test_uploads_on_an_address_others_reach_need_a_key",),
     ),
     Mutant(
         "ENC1",
@@ -965,15 +965,15 @@ MUTANTS = (
         "f5lite/serve/encoding.py",
         '        out, self._held, self._flac_done = with_flac_total(self._held, self.samples), b"", True',
         '        out, self._held, self._flac_done = self._held, b"", True',
-        ("tests/test_serve_api.py::test_every_response_format_decodes_to_the_expected_length",),
+        ("tests/serve/test_api.py::test_every_response_format_decodes_to_the_expected_length",),
     ),
     Mutant(
         "STU1",
         "a studio name may hold a path",
-        "f5lite/studio/names.py",
+        "f5lite/infer/names.py",
         "    if not NAME.fullmatch(name):",
         "    if not name:",
-        ("tests/test_studio_jobs.py::test_names_and_paths_cannot_leave_their_folder",),
+        ("tests/studio/test_jobs.py::test_names_and_paths_cannot_leave_their_folder",),
     ),
     Mutant(
         "STU2",
@@ -981,7 +981,7 @@ MUTANTS = (
         "f5lite/studio/names.py",
         "    if path != base and base not in path.parents:",
         "    if False:",
-        ("tests/test_studio_jobs.py::test_names_and_paths_cannot_leave_their_folder",),
+        ("tests/studio/test_jobs.py::test_names_and_paths_cannot_leave_their_folder",),
     ),
     Mutant(
         "STU3",
@@ -989,7 +989,7 @@ MUTANTS = (
         "f5lite/studio/jobs.py",
         'name = "done" if rc == 0 else',
         'name = "done" if True else',
-        ("tests/test_studio_jobs.py::test_a_job_ends_with_its_status_and_its_log",),
+        ("tests/studio/test_jobs.py::test_a_job_ends_with_its_status_and_its_log",),
     ),
     Mutant(
         "STU4",
@@ -997,15 +997,15 @@ MUTANTS = (
         "f5lite/studio/training.py",
         "    if _lock_holder_alive(folder):",
         "    if False:",
-        ("tests/test_studio_jobs.py::test_a_run_directory_is_read_as_it_is",),
+        ("tests/studio/test_jobs.py::test_a_run_directory_is_read_as_it_is",),
     ),
     Mutant(
         "STU5",
         "streamed pieces are handed out whole: the cross-faded tail is played twice",
-        "f5lite/serve/speech.py",
+        "f5lite/infer/crossfade.py",
         "        return wave[:keep]",
         "        return wave",
-        ("tests/test_studio_speak.py::test_streamed_pieces_are_the_pieces_cross_faded_in_order",),
+        ("tests/studio/test_speak.py::test_streamed_pieces_are_the_pieces_cross_faded_in_order",),
     ),
     Mutant(
         "TRN1",
@@ -1014,8 +1014,8 @@ MUTANTS = (
         "        dirs[path.as_posix()] = _free(folders[path.parent], names, taken).as_posix()",
         "        dirs[path.as_posix()] = (folders[path.parent] / path.stem).as_posix()",
         (
-            "tests/test_transcribe_workspace.py::test_a_retried_recording_leaves_the_clips_of_a_folder_of_its_name_alone",
-            "tests/test_transcribe_workspace.py::test_sources_with_one_stem_get_their_own_folders",
+            "tests/transcribe/test_workspace.py::test_a_retried_recording_leaves_the_clips_of_a_folder_of_its_name_alone",
+            "tests/transcribe/test_workspace.py::test_sources_with_one_stem_get_their_own_folders",
         ),
     ),
     Mutant(
@@ -1025,7 +1025,7 @@ MUTANTS = (
         "                folders[folder] = _free(folders[folder.parent], chain([folder.name], renamed), taken)",
         "                folders[folder] = folders[folder.parent] / folder.name",
         (
-            "tests/test_transcribe_workspace.py::test_a_folder_added_beside_a_finished_recording_of_its_name_gets_a_clip_folder_of_its_own",
+            "tests/transcribe/test_workspace.py::test_a_folder_added_beside_a_finished_recording_of_its_name_gets_a_clip_folder_of_its_own",
         ),
     ),
     Mutant(
@@ -1035,7 +1035,7 @@ MUTANTS = (
         "            folders.setdefault(folder, clip_folder)",
         "            pass",
         (
-            "tests/test_transcribe_workspace.py::test_a_folder_added_beside_a_finished_recording_of_its_name_gets_a_clip_folder_of_its_own",
+            "tests/transcribe/test_workspace.py::test_a_folder_added_beside_a_finished_recording_of_its_name_gets_a_clip_folder_of_its_own",
         ),
     ),
     Mutant(
@@ -1045,7 +1045,7 @@ MUTANTS = (
         "    lock = FolderLock(out, busy).acquire()",
         "    lock = FolderLock(out, busy)",
         (
-            "tests/test_transcribe_cli.py::test_a_second_run_on_the_same_out_is_refused_at_once_and_the_first_one_finishes",
+            "tests/transcribe/test_cli.py::test_a_second_run_on_the_same_out_is_refused_at_once_and_the_first_one_finishes",
         ),
     ),
     Mutant(
@@ -1054,7 +1054,7 @@ MUTANTS = (
         TRANSCRIBE_WS,
         "            _remove_empty(out, made)",
         "            pass",
-        ("tests/test_transcribe_workspace.py::test_a_run_refused_after_taking_outs_lock_removes_the_out_it_made",),
+        ("tests/transcribe/test_workspace.py::test_a_run_refused_after_taking_outs_lock_removes_the_out_it_made",),
     ),
     Mutant(
         "TRN6",
@@ -1062,7 +1062,7 @@ MUTANTS = (
         TRANSCRIBE_WS,
         "    if out in in_dir.parents:",
         "    if False:",
-        ("tests/test_transcribe_workspace.py::test_in_inside_out_is_refused_before_anything_is_written",),
+        ("tests/transcribe/test_workspace.py::test_in_inside_out_is_refused_before_anything_is_written",),
     ),
     Mutant(
         "TRN7",
@@ -1071,7 +1071,7 @@ MUTANTS = (
         "[p for p in recordings if _utf8(names[p])]",
         "recordings",
         (
-            "tests/test_transcribe_cli.py::test_a_file_name_that_is_not_utf8_is_one_failure_and_the_others_are_transcribed",
+            "tests/transcribe/test_cli.py::test_a_file_name_that_is_not_utf8_is_one_failure_and_the_others_are_transcribed",
         ),
     ),
     Mutant(
@@ -1080,7 +1080,7 @@ MUTANTS = (
         "f5lite/transcribe/run.py",
         "        if not _utf8(path):",
         "        if False:",
-        ("tests/test_transcribe_workspace.py::test_paths_that_are_not_utf8_are_refused_in_one_line",),
+        ("tests/transcribe/test_workspace.py::test_paths_that_are_not_utf8_are_refused_in_one_line",),
     ),
     Mutant(
         "TRN9",
@@ -1089,7 +1089,7 @@ MUTANTS = (
         '        return f"cannot be read: {err.strerror}"',
         "        return None",
         (
-            "tests/test_transcribe_run.py::test_files_no_recording_can_come_from_are_reported_and_the_others_transcribed",
+            "tests/transcribe/test_run.py::test_files_no_recording_can_come_from_are_reported_and_the_others_transcribed",
         ),
     ),
     Mutant(
@@ -1099,8 +1099,8 @@ MUTANTS = (
         "        elif not _KEY.fullmatch(key) or key not in ALLOWED:",
         "        elif not _KEY.fullmatch(key):",
         (
-            "tests/test_studio_jobs.py::test_more_overrides_are_allow_listed",
-            "tests/test_studio_security.py::test_overrides_that_leave_the_allow_list_are_refused_and_nothing_is_written",
+            "tests/studio/test_jobs.py::test_more_overrides_are_allow_listed",
+            "tests/studio/test_security.py::test_overrides_that_leave_the_allow_list_are_refused_and_nothing_is_written",
         ),
     ),
     Mutant(
@@ -1110,8 +1110,8 @@ MUTANTS = (
         '        elif "${" in value:',
         "        elif False:",
         (
-            "tests/test_studio_jobs.py::test_more_overrides_are_allow_listed",
-            "tests/test_studio_security.py::test_overrides_that_leave_the_allow_list_are_refused_and_nothing_is_written",
+            "tests/studio/test_jobs.py::test_more_overrides_are_allow_listed",
+            "tests/studio/test_security.py::test_overrides_that_leave_the_allow_list_are_refused_and_nothing_is_written",
         ),
     ),
     Mutant(
@@ -1121,8 +1121,8 @@ MUTANTS = (
         "f\"run_dir={quote(str(run_dir), 'the run directory')}\"",
         'f"run_dir={run_dir}"',
         (
-            "tests/test_studio_jobs.py::test_a_plan_becomes_the_trainer_s_overrides",
-            "tests/test_studio_security.py::test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets",
+            "tests/studio/test_jobs.py::test_a_plan_becomes_the_trainer_s_overrides",
+            "tests/studio/test_security.py::test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets",
         ),
     ),
     Mutant(
@@ -1131,17 +1131,17 @@ MUTANTS = (
         "f5lite/studio/overrides.py",
         '    body = re.sub(r"(\\\\*)\'", lambda m: m.group(1) * 2 + "\\\\\'", literal(value, what))',
         "    body = literal(value, what)",
-        ("tests/test_studio_jobs.py::test_a_quoted_path_reaches_hydra_byte_for_byte",),
+        ("tests/studio/test_jobs.py::test_a_quoted_path_reaches_hydra_byte_for_byte",),
     ),
     Mutant(
         "STU10",
         "jobs inherit the studio's login and the server's API key",
         "f5lite/studio/jobs.py",
-        "if k not in SECRET_ENV}",
+        "if k not in CREDENTIAL_ENV}",
         "if k}",
         (
-            "tests/test_studio_jobs.py::test_a_job_does_not_inherit_the_studio_s_secrets",
-            "tests/test_studio_security.py::test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets",
+            "tests/studio/test_jobs.py::test_a_job_does_not_inherit_the_studio_s_secrets",
+            "tests/studio/test_security.py::test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets",
         ),
     ),
     Mutant(
@@ -1151,8 +1151,8 @@ MUTANTS = (
         "start_new_session=True, pass_fds=(self.lock.fd,),",
         "start_new_session=True,",
         (
-            "tests/test_studio_jobs.py::test_a_job_holds_its_folder_s_lock_so_a_second_start_is_refused_whatever_job_json_says",
-            "tests/test_studio_jobs.py::test_one_job_per_folder_and_stop_reaches_the_command",
+            "tests/studio/test_jobs.py::test_a_job_holds_its_folder_s_lock_so_a_second_start_is_refused_whatever_job_json_says",
+            "tests/studio/test_jobs.py::test_one_job_per_folder_and_stop_reaches_the_command",
         ),
     ),
     Mutant(
@@ -1162,7 +1162,7 @@ MUTANTS = (
         'jobs.Claim(folder / JOB_DIR, lock=project.folder / "runs")',
         "jobs.Claim(folder / JOB_DIR)",
         (
-            "tests/test_studio_security.py::test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets",
+            "tests/studio/test_security.py::test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets",
         ),
     ),
     Mutant(
@@ -1172,9 +1172,9 @@ MUTANTS = (
         '!= "Z" and (start is None or process_start(pid) == start)',
         '!= "Z"',
         (
-            "tests/test_studio_jobs.py::test_a_reused_pid_is_not_the_job_and_stop_does_not_signal_it",
-            "tests/test_studio_security.py::test_a_reused_pid_reads_as_no_job_and_is_not_signalled",
-            "tests/test_train_faults.py::test_a_lock_of_a_pid_now_given_to_another_process_is_stale",
+            "tests/studio/test_jobs.py::test_a_reused_pid_is_not_the_job_and_stop_does_not_signal_it",
+            "tests/studio/test_security.py::test_a_reused_pid_reads_as_no_job_and_is_not_signalled",
+            "tests/train/test_faults.py::test_a_lock_of_a_pid_now_given_to_another_process_is_stale",
         ),
     ),
     Mutant(
@@ -1184,7 +1184,7 @@ MUTANTS = (
         "    compose(overrides)\n",
         "    compose(overrides)\n    (folder / JOB_DIR).mkdir(parents=True, exist_ok=True)\n    write_text_atomic(folder / JOB_DIR / OVERRIDES_FILE, json.dumps(overrides))\n",
         (
-            "tests/test_studio_security.py::test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets",
+            "tests/studio/test_security.py::test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets",
         ),
     ),
     Mutant(
@@ -1193,15 +1193,15 @@ MUTANTS = (
         "f5lite/studio/speak.py",
         "os.O_CREAT | os.O_EXCL | os.O_WRONLY",
         "os.O_CREAT | os.O_WRONLY",
-        ("tests/test_studio_speak.py::test_speech_made_in_one_second_keeps_every_file",),
+        ("tests/studio/test_speak.py::test_speech_made_in_one_second_keeps_every_file",),
     ),
     Mutant(
         "STU16",
         "the learning rate is not checked on arrival: a NaN from a script reaches the plan",
-        "f5lite/studio/app.py",
+        "f5lite/studio/tabs/train.py",
         "lr=lim.LEARNING_RATE.check(lr or 0) or None",
         "lr=lr or None",
-        ("tests/test_studio_security.py::test_numbers_out_of_range_and_uploads_over_the_limit_are_refused",),
+        ("tests/studio/test_security.py::test_numbers_out_of_range_and_uploads_over_the_limit_are_refused",),
     ),
     Mutant(
         "STU17",
@@ -1209,7 +1209,7 @@ MUTANTS = (
         "f5lite/studio/cli.py",
         "max_file_size=args.max_upload_mb * 1024 * 1024, ",
         "",
-        ("tests/test_studio_security.py::test_numbers_out_of_range_and_uploads_over_the_limit_are_refused",),
+        ("tests/studio/test_security.py::test_numbers_out_of_range_and_uploads_over_the_limit_are_refused",),
     ),
     Mutant(
         "STU18",
@@ -1218,8 +1218,8 @@ MUTANTS = (
         "            self.lock.acquire()\n",
         "            self.lock.fd = os.open(self.lock.path, os.O_RDONLY)\n",
         (
-            "tests/test_studio_jobs.py::test_concurrent_starts_of_one_job_start_it_once",
-            "tests/test_studio_jobs.py::test_a_job_holds_its_folder_s_lock_so_a_second_start_is_refused_whatever_job_json_says",
+            "tests/studio/test_jobs.py::test_concurrent_starts_of_one_job_start_it_once",
+            "tests/studio/test_jobs.py::test_a_job_holds_its_folder_s_lock_so_a_second_start_is_refused_whatever_job_json_says",
         ),
     ),
     Mutant(
@@ -1228,7 +1228,7 @@ MUTANTS = (
         "f5lite/models/distill.py",
         "            nn.init.zeros_(last.weight)",
         "            nn.init.normal_(last.weight, std=0.02)",
-        ("tests/test_distill_parts.py::test_a_new_student_is_its_teacher_whatever_step_and_guidance",),
+        ("tests/models/test_distill.py::test_a_new_student_is_its_teacher_whatever_step_and_guidance",),
     ),
     Mutant(
         "DST2",
@@ -1236,7 +1236,7 @@ MUTANTS = (
         "f5lite/sampling/distill.py",
         "    end = middle + half * velocity(time + step / 2, middle)",
         "    end = middle + half * velocity(time, x)",
-        ("tests/test_distill_parts.py::test_the_target_is_two_guided_euler_steps_of_the_sampler",),
+        ("tests/models/test_distill.py::test_the_target_is_two_guided_euler_steps_of_the_sampler",),
     ),
     Mutant(
         "DST3",
@@ -1245,7 +1245,7 @@ MUTANTS = (
         "text_embed=text_embed, step=dt,",
         "text_embed=text_embed, step=t0,",
         (
-            "tests/test_distill_parts.py::test_the_sampler_steps_a_student_once_per_step_with_its_size_and_no_unconditional_pass",
+            "tests/models/test_distill.py::test_the_sampler_steps_a_student_once_per_step_with_its_size_and_no_unconditional_pass",
         ),
     ),
     Mutant(
@@ -1255,8 +1255,8 @@ MUTANTS = (
         "    if not own:",
         "    if True:",
         (
-            "tests/test_distill_parts.py::test_a_student_export_runs_with_its_own_settings_in_every_tool",
-            "tests/test_serve_student.py",
+            "tests/models/test_distill.py::test_a_student_export_runs_with_its_own_settings_in_every_tool",
+            "tests/serve/test_student.py",
         ),
     ),
     Mutant(
@@ -1265,7 +1265,7 @@ MUTANTS = (
         "f5lite/train/distill.py",
         "        torch._foreach_lerp_([teacher[k] for k in names], online, [weight] * len(names))",
         "        torch._foreach_lerp_([teacher[k] for k in names], online, [weight * 0] * len(names))",
-        ("tests/test_distill_train.py::test_the_second_stage_starts_from_the_student_and_its_teacher_averages_it",),
+        ("tests/train/test_distill.py::test_the_second_stage_starts_from_the_student_and_its_teacher_averages_it",),
     ),
     Mutant(
         "DST6",
@@ -1273,7 +1273,42 @@ MUTANTS = (
         "f5lite/train/trainer.py",
         "            self.distillation.teacher.load_state_dict(teacher)",
         "            del teacher",
-        ("tests/test_distill_train.py::test_a_second_stage_resumes_exactly_with_its_teacher",),
+        ("tests/train/test_distill.py::test_a_second_stage_resumes_exactly_with_its_teacher",),
+    ),
+    Mutant(
+        "DST7",
+        "the per-sample flow time goes to the wrong rows of the batched guided call",
+        "f5lite/sampling/guidance.py",
+        "        t2 = t.to(dtype) if t.dim() == 0 else t.to(dtype).repeat(2)",
+        "        t2 = t.to(dtype) if t.dim() == 0 else t.to(dtype).repeat_interleave(2)",
+        (
+            "tests/sampling/test_guided_field.py::test_per_sample_guidance_and_times_are_each_row_s_own_number",
+            "tests/sampling/test_guided_field.py::test_the_target_takes_the_sampler_s_two_guided_half_steps_per_sample",
+            "tests/models/test_distill.py::test_the_target_is_two_guided_euler_steps_of_the_sampler",
+        ),
+    ),
+    Mutant(
+        "DST8",
+        "per-sample guidance is applied to the wrong samples",
+        "f5lite/sampling/guidance.py",
+        "        cfg_strength = cfg_strength.view(-1, 1, 1)",
+        "        cfg_strength = cfg_strength.flip(0).view(-1, 1, 1)",
+        (
+            "tests/sampling/test_guided_field.py::test_per_sample_guidance_and_times_are_each_row_s_own_number",
+            "tests/sampling/test_guided_field.py::test_the_target_takes_the_sampler_s_two_guided_half_steps_per_sample",
+            "tests/models/test_distill.py::test_the_target_is_two_guided_euler_steps_of_the_sampler",
+        ),
+    ),
+    Mutant(
+        "DST9",
+        "the time embedding drops time_extra: a student's step and guidance never reach its backbone",
+        "f5lite/models/layers.py",
+        "        return embedded if extra is None else embedded + extra.to(embedded.dtype)",
+        "        return embedded",
+        (
+            "tests/models/test_backbone.py::test_time_extra_is_added_to_the_time_embedding",
+            "tests/models/test_backbone.py::test_students_sampled_concurrently_with_different_guidance_get_what_each_gets_alone",
+        ),
     ),
     Mutant(
         "CALLS1",
@@ -1281,7 +1316,7 @@ MUTANTS = (
         "f5lite/sampling/options.py",
         '(2 if self.method == "midpoint" else 1)',
         "1",
-        ("tests/test_sampling_options.py::test_backbone_calls_is_what_sample_calls",),
+        ("tests/sampling/test_options.py::test_backbone_calls_is_what_sample_calls",),
     ),
     Mutant(
         "control",

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 from accelerate.state import AcceleratorState
-from golden import report_rows
+from support.golden import report_rows
 
 ASSETS = Path(__file__).parent / "assets"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """`--golden-report FILE`: write every golden comparison's largest difference and margin (see tests/golden.py)."""
+    """`--golden-report FILE`: write every golden comparison's largest difference and margin (see tests/support/golden.py)."""
     parser.addoption("--golden-report", metavar="FILE", help="write the golden comparisons made, as JSON lines")
 
 

@@ -3,7 +3,7 @@
 One page per schema in `SCHEMAS` (training, inference, evaluation): every key with its type, default and docstring,
 read by `f5lite.config.reference` from the dataclasses themselves, so the reference cannot drift from the code. The
 training page also lists the config groups and recipes from `configs/` and `recipes/` (with their leading comments).
-`tests/test_docs.py` imports this file to check that each page lists exactly its schema's keys.
+`tests/project/test_docs.py` imports this file to check that each page lists exactly its schema's keys.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Nested dataclass fields become dotted keys (`perf.ac.mode`); a list of dataclass
 (`data.sources[].dir`). Defaults are written as YAML spells them on the command line (`null`, `true`, `[0.9, 0.999]`);
 a nested section's default is read from the object its `default_factory` makes, so a section built with other values
 (`sample: SampleConfig(seed=0)`) shows those. Nothing here is specific to f5lite's schemas: the documentation site
-(`docs/hooks/config_reference.py`) and `tests/test_docs.py` drive it.
+(`docs/hooks/config_reference.py`) and `tests/project/test_docs.py` drive it.
 """
 
 from __future__ import annotations

@@ -313,6 +313,8 @@ class SampleConfig(SamplerOptions):
         except ValueError as err:  # the sampler's messages start with the field's name
             raise ValueError(f"sample.{err}") from None
         check_choice("sample.vocoder", self.vocoder, VOCODER_NAMES)
+        if self.vocoder == "griffin_lim" and self.vocoder_source != DEFAULT_VOCOS_REPO:
+            raise ValueError("vocoder_path is for vocos; the griffinlim vocoder has no weights")
 
     def sampler_options(self) -> SamplerOptions:
         """The sampler settings of this section, as the plain value `sample` and `Synthesizer` take."""
@@ -575,7 +577,7 @@ class TrainConfig:
             raise ValueError("finetune.lora.rank is set but init.weights is not: LoRA adapts pretrained weights")
         if self.perf.memory_budget < 1.0 and self.model is not MISSING and self.model.dropout > 0:
             # The budget partitioner may recompute dropout with another mask: silently wrong gradients
-            # (pytorch/pytorch#190758, reproduced on torch 2.14.1; tests/test_models_compile.py pins it).
+            # (pytorch/pytorch#190758, reproduced on torch 2.14.1; tests/models/test_compile.py pins it).
             raise ValueError(
                 f"perf.memory_budget={self.perf.memory_budget} with model.dropout={self.model.dropout} gives wrong "
                 "gradients (pytorch/pytorch#190758); set model.dropout=0 or perf.memory_budget=1.0"

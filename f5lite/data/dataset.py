@@ -35,7 +35,7 @@ from f5lite.audio.resample import resample
 from f5lite.data.collate import Batch, Utterance, collate
 from f5lite.data.cuts import MEL_FIELD, MEL_PATH, MEL_TYPE, TOKEN_IDS, TOKENS, frames_of, text_of
 from f5lite.data.mel_cache import read_mel
-from f5lite.data.shar import SharMembers, field_path
+from f5lite.data.shar_reader import SharMembers, field_path
 from f5lite.text import TextEncoder
 
 logger = logging.getLogger(__name__)

@@ -15,10 +15,10 @@ from lhotse import CutSet
 from torch.utils.data import DataLoader
 
 from f5lite.config.schema import DataConfig
+from f5lite.data.batching import CutBatchSampler
 from f5lite.data.collate import Batch
+from f5lite.data.data_sources import DataSource, open_source
 from f5lite.data.dataset import CutDataset
-from f5lite.data.sampler import CutBatchSampler
-from f5lite.data.sources import DataSource, open_source
 from f5lite.text import TextEncoder, Vocab, load_vocab
 from f5lite.text.tokenizers import VOCAB_TOKENIZERS
 

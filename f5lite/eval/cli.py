@@ -31,7 +31,7 @@ Keys (configs/eval.yaml, schema f5lite/eval/config.py):
   cross_fade    seconds of cross-fade between chunks (default 0.15); compile: true compiles the model
   duration      auto (default: the model's duration predictor if it has one, else the byte-ratio rule), rule, or a
                 predictor directory; rows with gt_audio report both estimates' relative error against its length
-  sample.*      steps method schedule sway cfg_strength cfg_zero_init_steps cfg_zero_star speed
+  sample.*      the sampler's settings, listed below (e.g. sample.steps=7 sample.cfg_strength=0)
 
 Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, mos, duration and vocoder_path are taken
 verbatim.
@@ -44,6 +44,7 @@ import sys
 from collections.abc import Sequence
 
 from f5lite.config.compose import compose_tool_config
+from f5lite.config.sample_args import sample_keys_help
 from f5lite.eval.config import EvalConfig
 from f5lite.eval.outdir import REPORT_FILE
 from f5lite.eval.run import evaluate
@@ -92,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in args):
-        sys.stdout.write(__doc__ or "")
+        sys.stdout.write(f"{__doc__}\n{sample_keys_help()}\n")
         return 0
     try:
         outcome = evaluate(compose_eval_config(args), progress=True)

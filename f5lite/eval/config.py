@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO
 from f5lite.config.checks import check_at_least, check_choice
 from f5lite.config.schema import SampleConfig
 from f5lite.infer.config import DEVICE_PATTERN, check_duration_setting
@@ -95,5 +94,3 @@ class EvalConfig:
         if self.sample.seed is None:
             raise ValueError("sample.seed=null is not valid here: each row's seed is derived from it, so that a rerun "
                              "reproduces the audio; give an integer")  # fmt: skip
-        if self.sample.vocoder == "griffin_lim" and self.sample.vocoder_source != DEFAULT_VOCOS_REPO:
-            raise ValueError("vocoder_path is for vocos; the griffinlim vocoder has no weights")

@@ -93,6 +93,9 @@ def append_result(root: Path, row: Mapping[str, Any]) -> None:
         root: the output directory.
         row: the row's results, JSON-serializable.
     """
+    # An append, not an atomic write (`f5lite.atomic`): a kill while writing leaves at most a torn last line, which
+    # `_read_results` skips (that row is evaluated again); rewriting the whole file for each row would take time
+    # quadratic in the rows.
     with open(root / RESULTS_FILE, "a", encoding="utf-8") as file:
         file.write(_line(row))
         file.flush()

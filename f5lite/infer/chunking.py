@@ -6,6 +6,9 @@ reference, measured from the reference's own bytes per second. Text is cut at se
 for one chunk is cut at clause marks, then between words, and a word too long (a URL, base64, CJK without
 punctuation) between characters: no chunk is longer than the budget, so none asks for more than the model's window.
 
+A streamed response (`f5lite-serve`, the studio's Speak) has its first piece cut shorter (`split_text` with
+`FIRST_BYTES`): at a clause mark or between words, so that its first audio comes after one short sampler call.
+
 The reference transcript must be a transcript of the clip: one with more than `MAX_REF_CHARS_PER_SECOND` characters
 per second of audio (f5lite-prepare's bound) is refused, since a model generates at least a frame per text token
 and a long text would turn every chunk into minutes of frames.
@@ -22,6 +25,8 @@ MAX_SECONDS = 22.0
 """Reference plus generated audio per chunk, in seconds (F5-TTS's budget)."""
 MAX_REF_CHARS_PER_SECOND = Limits.max_chars_per_second
 """The most characters (white space not counted) per second of reference audio in its transcript."""
+FIRST_BYTES = 40
+"""UTF-8 bytes of the first piece of a streamed text (a few words: about two seconds of English speech)."""
 
 # Sentence ends, then clause marks, then word gaps: the places a too-long text is cut, coarsest first. Western
 # punctuation counts only before whitespace ("3.5" and "e.g.x" stay whole); CJK punctuation needs none.
@@ -127,6 +132,27 @@ def chunk_text(text: str, max_bytes: int) -> list[str]:
     if current:
         chunks.append(current)
     return chunks
+
+
+def split_text(text: str, max_bytes: int, first_bytes: int | None = None) -> list[str]:
+    """The pieces a text is spoken in: `chunk_text`'s chunks, the first cut to `first_bytes` when given.
+
+    Args:
+        text: the text to speak.
+        max_bytes: the most bytes of a piece (`max_chunk_bytes` of the reference).
+        first_bytes: for a streamed response, the most bytes of the first piece (`FIRST_BYTES`); None: no shorter
+            first piece.
+
+    Returns:
+        The pieces in order (none for blank text).
+    """
+    chunks = chunk_text(text, max_bytes)
+    if first_bytes is None or not chunks or _num_bytes(chunks[0]) <= first_bytes:
+        return chunks
+    head = chunk_text(chunks[0], first_bytes)
+    # chunk_text cuts after a mark or at a space and never changes the text: the first piece is a prefix.
+    rest = chunks[0][len(head[0]) :].strip()
+    return [head[0], *([rest] if rest else []), *chunks[1:]]
 
 
 def _pieces(text: str, max_bytes: int, level: int) -> list[str]:

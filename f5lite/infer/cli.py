@@ -26,8 +26,7 @@ Keys (configs/infer.yaml, schema f5lite/infer/config.py):
   duration      what sizes the speech: auto (default: the model's duration predictor if it has one, else the
                 byte-ratio rule), rule, or a predictor directory (e.g. runs/duration_small/export)
   seconds       seconds of speech to generate instead of an estimate (the reference excluded)
-  sample.*      steps method schedule sway cfg_strength cfg_zero_init_steps cfg_zero_star speed
-                (e.g. sample.steps=7 sample.cfg_strength=0 sample.sway=0 sample.cfg_zero_star=true)
+  sample.*      the sampler's settings, listed below (e.g. sample.steps=7 sample.cfg_strength=0)
 
 Values of model, recipe, vocab, ref_audio, ref_text, text, text_file, output, duration and vocoder_path are taken
 verbatim (no Hydra quoting needed for commas or quotes). A bad input prints one line and exits with status 2.
@@ -42,6 +41,7 @@ from pathlib import Path
 
 from f5lite.audio import save_audio
 from f5lite.config.compose import compose_tool_config
+from f5lite.config.sample_args import sample_keys_help
 from f5lite.infer.config import InferConfig
 from f5lite.infer.synthesizer import Synthesizer
 
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in args):
-        sys.stdout.write(__doc__ or "")
+        sys.stdout.write(f"{__doc__}\n{sample_keys_help()}\n")
         return 0
     try:
         output = run(compose_infer_config(args))

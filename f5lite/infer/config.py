@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO
 from f5lite.config.checks import check_at_least, check_choice
 from f5lite.config.schema import SampleConfig
 from f5lite.infer.auto import DTYPE_AUTO, check_compile_setting
@@ -102,5 +101,3 @@ class InferConfig:
         check_duration_setting(self.duration)
         if self.seconds is not None and not (self.seconds > 0 and math.isfinite(self.seconds)):
             raise ValueError(f"seconds={self.seconds!r} is not valid; give the seconds of speech to generate, > 0")
-        if self.sample.vocoder == "griffin_lim" and self.sample.vocoder_source != DEFAULT_VOCOS_REPO:
-            raise ValueError("vocoder_path is for vocos; the griffinlim vocoder has no weights")

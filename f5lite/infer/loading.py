@@ -1,4 +1,4 @@
-"""Loading a model for inference: any model source (see `f5lite.storage.sources`), on a device and in a dtype.
+"""Loading a model for inference: any model source (see `f5lite.storage.model_sources`), on a device and in a dtype.
 
 A training run directory, an f5lite export, a LoRA adapter export, or an official F5-TTS checkpoint with a recipe
 (`dit_base` for F5-TTS v1 Base, `unett_base` for E2-TTS Base, ...) and the `vocab.txt` released with it.
@@ -15,7 +15,7 @@ from torch import nn
 from f5lite.infer.config import DEVICE_PATTERN
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.storage.duration_files import LoadedDuration
-from f5lite.storage.sources import load_source
+from f5lite.storage.model_sources import load_source
 from f5lite.text import TextEncoder
 
 

@@ -1,11 +1,13 @@
-"""`Synthesizer`: text plus a reference clip in, speech out, with F5-TTS's inference pipeline.
+"""`Synthesizer`: text plus a reference clip in, speech out, with F5-TTS's inference pipeline: f5lite's one way to speak.
 
-For each chunk of the text: the reference transcript and the chunk are encoded together, the duration is the
-reference's frames plus the chunk's length at the reference speaking rate (by the model's duration predictor when it
-has one, else by bytes: `f5lite.infer.duration`; or a length the caller gives), `f5lite.sample` continues the
-reference mel, the generated frames (after the reference) are vocoded, and the chunks are joined with a cross-fade. A quiet
-reference is raised to RMS 0.1 first and the output lowered by the same factor. The sampler settings come in one
-`SamplerOptions`, passed whole to `sample`; only `speed` is read here (chunk size and durations).
+Four steps, each a method, which every tool uses: `reference` (the clip made loud enough, its mel and its prepared
+transcript: `f5lite.infer.reference`), `plan` (the text cut into pieces, each sized in frames: `f5lite.infer.plan`),
+`generate` (one `f5lite.sample` call for a batch of pieces, each continuing its reference's mel; the generated frames
+vocoded and brought back to the reference's loudness) and `stream` (pieces made one by one and handed out as they
+come, joined with F5-TTS's cross-fade: `f5lite.infer.crossfade.StreamJoin`). `synthesize` is the four in a row
+(`f5lite-infer`, `f5lite-eval`, the trainer's prompts); `f5lite-serve`'s engine batches `generate` over requests,
+the studio's Speak streams. The sampler settings come in one `SamplerOptions`, passed whole to `sample`; only
+`speed` is read here (piece size and lengths).
 
 `from_pretrained` picks the inference path (`f5lite.infer.auto`: bf16 only with native bf16, compile where it pays,
 threads) unless told, logs it in one line and keeps it as `Synthesizer.path`.
@@ -16,29 +18,28 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from f5lite.audio import HOP_LENGTH, SAMPLE_RATE, Vocoder, load_audio, load_vocoder, log_mel, normalize_rms, restore_rms
+from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, load_vocoder, restore_rms, samples_for_frames
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_SPELLINGS, GriffinLimVocoder
 from f5lite.infer.auto import DTYPE_AUTO, InferPath, apply_threads, choose_path
-from f5lite.infer.chunking import MAX_SECONDS, chunk_text, max_chunk_bytes, prepare_ref_text
-from f5lite.infer.crossfade import crossfade
+from f5lite.infer.chunking import MAX_SECONDS, max_chunk_bytes, split_text
+from f5lite.infer.config import EMPTY_REF_TEXT
+from f5lite.infer.crossfade import StreamJoin
 from f5lite.infer.duration import DurationEstimator, resolve_duration
 from f5lite.infer.loading import load_model, resolve_device
+from f5lite.infer.plan import DEFAULT_CROSS_FADE, FRAME_RATE, Piece, Plan, cross_fade_samples
+from f5lite.infer.reference import Reference, make_reference
 from f5lite.models import apply_inference_compile
 from f5lite.models.dtypes import WEIGHT_DTYPES
-from f5lite.sampling import SamplerOptions, fixed_duration, sample
-from f5lite.sampling.options import merge_legacy_keywords, with_model_defaults
+from f5lite.sampling import SamplerOptions, effective_durations, fixed_duration, sample
+from f5lite.sampling.options import backbone_calls, merge_legacy_keywords
 from f5lite.text import TextEncoder
-
-FRAME_RATE = SAMPLE_RATE / HOP_LENGTH
-"""Mel frames per second."""
-DEFAULT_CROSS_FADE = 0.15
-"""Seconds of cross-fade between chunks (F5-TTS's default)."""
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class Synthesizer:
 
     Attributes:
         path: the inference path in use (`path.describe()` is the line `f5lite-infer` prints); with `compile=auto`
-            it changes to compiled at the first `synthesize` call that plans enough backbone calls.
+            it changes to compiled at the first `stream` (or `synthesize`) call that plans enough backbone calls.
 
     Raises:
         ValueError: the vocoder expects another mel type than the model's.
@@ -139,6 +140,125 @@ class Synthesizer:
         logger.info(path.describe())
         return cls(loaded.backbone, loaded.encoder, vocoder, loaded.mel_type, estimator, path)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the model is."""
+        return next(self.backbone.parameters()).device
+
+    def reference(self, audio: str | os.PathLike[str] | Tensor, text: str) -> Reference:
+        """A reference voice from a clip and its transcript (see `f5lite.infer.reference`).
+
+        Args:
+            audio: an audio file (refused on its header when longer than `MAX_SECONDS`), or a 24 kHz mono
+                waveform `[samples]`.
+            text: its transcript.
+
+        Raises:
+            ValueError: an unreadable or too long clip, an empty transcript or one too long for the clip.
+        """
+        if not text.strip():
+            raise ValueError(EMPTY_REF_TEXT)
+        wave = load_audio(audio, max_seconds=MAX_SECONDS) if not isinstance(audio, Tensor) else _check_wave(audio)
+        return make_reference(wave, text, self.mel_type, self.device)
+
+    def plan(
+        self,
+        reference: Reference,
+        text: str,
+        speed: float = 1.0,
+        *,
+        first_bytes: int | None = None,
+        seconds: float | None = None,
+        max_frames: int | None = None,
+    ) -> Plan:
+        """Cut a text into pieces and size each one (see `f5lite.infer.plan`).
+
+        Args:
+            reference: the voice.
+            text: what to say.
+            speed: speaking speed factor (sets the piece size and each piece's length).
+            first_bytes: cut the first piece to this many UTF-8 bytes (a stream's first audio comes sooner).
+            seconds: seconds of speech in all (the reference excluded), shared by the pieces in proportion to their
+                estimated lengths; None: estimated (see `self.duration`).
+            max_frames: the most frames of a piece, the reference's included (a server's window); None: no cap.
+
+        Returns:
+            The plan.
+
+        Raises:
+            ValueError: a reference that leaves no room to speak (see `max_chunk_bytes`).
+        """
+        texts = split_text(text, max_chunk_bytes(reference.text, reference.seconds, speed), first_bytes)
+        ref = reference.mel.shape[0]
+        totals = [self.duration.total_frames(ref, reference.text, words, speed) for words in texts]
+        if seconds is not None:
+            totals = _share(ref, totals, seconds)
+        if max_frames is not None:
+            totals = [min(total, max_frames) for total in totals]
+        ids = self.encoder.encode([reference.text + words for words in texts]).ids
+        frames = effective_durations(torch.tensor(totals), ids, torch.full((len(texts),), ref)).tolist()
+        return Plan(
+            tuple(
+                Piece(reference, words, total, samples_for_frames(total - ref, self.mel_type))
+                for words, total in zip(texts, frames, strict=True)
+            )
+        )
+
+    def generate(self, pieces: Sequence[Piece], options: SamplerOptions, *, seed: int | None = None) -> list[Tensor]:
+        """Make several pieces in one sampler call (each with its own reference, text and length).
+
+        Args:
+            pieces: what to make (a batch).
+            options: the sampler settings (`options.speed` is not used: it is in the pieces' frames).
+            seed: noise seed, the same for every piece (F5-TTS's rule); None draws from the global RNG.
+
+        Returns:
+            Each piece's waveform `[piece.samples]` (float32, CPU), at its reference's loudness.
+        """
+        device = self.device
+        lens = torch.tensor([piece.reference.mel.shape[0] for piece in pieces], device=device)
+        mel_dim = pieces[0].reference.mel.shape[1]
+        cond = torch.zeros(len(pieces), int(lens.max()), mel_dim, device=device)
+        for i, piece in enumerate(pieces):
+            cond[i, : piece.reference.mel.shape[0]] = piece.reference.mel.to(device)
+        ids = self.encoder.encode([piece.reference.text + piece.text for piece in pieces]).ids.to(device)
+        durations = torch.tensor([piece.frames for piece in pieces], device=device)
+        mel = sample(self.backbone, cond, ids, durations, options, lens=lens, seed=seed)
+        waves = []
+        for i, piece in enumerate(pieces):
+            wave = self.vocoder.decode(mel[i : i + 1, int(lens[i]) : piece.frames])[0].float().cpu()
+            waves.append(restore_rms(wave, piece.reference.rms))
+        return waves
+
+    def stream(
+        self,
+        pieces: Sequence[Piece],
+        options: SamplerOptions,
+        *,
+        seed: int | None = None,
+        cross_fade: float = DEFAULT_CROSS_FADE,
+        progress: bool = False,
+    ) -> Iterator[Tensor]:
+        """Make pieces one after the other, joined with a cross-fade, each handed out as soon as it is made.
+
+        Args:
+            pieces: what to say, in order (one plan's, or several plans' for several voices).
+            options: the sampler settings.
+            seed: noise seed of every piece; None draws.
+            cross_fade: seconds of cross-fade between pieces; 0 concatenates.
+            progress: show a progress bar over the pieces (on stderr).
+
+        Yields:
+            24 kHz waveform pieces `[samples]` (float32, CPU) to be played one after the other: together they are the
+            pieces cross-faded (`Plan.samples` of them).
+        """
+        if cross_fade < 0:
+            raise ValueError(f"cross_fade={cross_fade!r} is not valid; it must be >= 0")
+        self._compile_if_it_pays(len(pieces) * backbone_calls(self.backbone, options))
+        join = StreamJoin(cross_fade_samples(cross_fade))
+        for i, piece in enumerate(tqdm(pieces, desc="f5lite", unit="chunk", disable=not progress)):
+            yield join.piece(self.generate([piece], options, seed=seed)[0], last=i + 1 == len(pieces))
+
     def synthesize(
         self,
         text: str,
@@ -152,7 +272,7 @@ class Synthesizer:
         seconds: float | None = None,
         **legacy: Any,
     ) -> tuple[Tensor, int]:
-        """Speak `text` in the voice of the reference clip.
+        """Speak `text` in the voice of the reference clip: `reference`, `plan`, then `stream` joined.
 
         Args:
             text: what to say; long text is cut into chunks at sentence ends.
@@ -177,38 +297,16 @@ class Synthesizer:
             ValueError: empty text or reference transcript, an unreadable or too long reference, a bad setting.
             TypeError: a keyword that is no sampler setting, or `options` that is not a `SamplerOptions`.
         """
-        options = with_model_defaults(self.backbone, merge_legacy_keywords(options, legacy, "synthesize"))
+        options = merge_legacy_keywords(options, legacy, "synthesize")
         if not text.strip():
             raise ValueError("text is empty: there is nothing to say")
-        ref_text = prepare_ref_text(ref_text)
         if cross_fade < 0:
             raise ValueError(f"cross_fade={cross_fade!r} is not valid; it must be >= 0")
         if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
             raise ValueError(f"seconds={seconds!r} is not valid; give the seconds of speech to generate, > 0")
-        # A file over the window is refused on its header, before it is decoded.
-        wave = (
-            load_audio(ref_audio, max_seconds=MAX_SECONDS)
-            if not isinstance(ref_audio, Tensor)
-            else _check_wave(ref_audio)
-        )
-        wave, ref_rms = normalize_rms(wave)
-        device = next(self.backbone.parameters()).device
-        ref_mel = log_mel(wave.to(device)[None], kind=self.mel_type)
-        chunks = chunk_text(text, max_chunk_bytes(ref_text, wave.shape[0] / SAMPLE_RATE, options.speed))
-        ref_frames = ref_mel.shape[1]
-        totals = [self.duration.total_frames(ref_frames, ref_text, chunk, options.speed) for chunk in chunks]
-        if seconds is not None:
-            totals = _share(ref_frames, totals, seconds)
-        self._compile_if_it_pays(len(chunks) * options.backbone_calls)
-        waves = []
-        for chunk, total in tqdm(
-            list(zip(chunks, totals, strict=True)), desc="f5lite", unit="chunk", disable=not progress
-        ):
-            ids = self.encoder.encode([ref_text + chunk]).ids.to(device)
-            mel = sample(self.backbone, ref_mel, ids, total, options, seed=seed)
-            waves.append(self.vocoder.decode(mel[:, ref_mel.shape[1] :])[0].float().cpu())
-        joined = crossfade(waves, int(cross_fade * SAMPLE_RATE))
-        return restore_rms(joined, ref_rms), SAMPLE_RATE
+        planned = self.plan(self.reference(ref_audio, ref_text), text, options.speed, seconds=seconds)
+        waves = self.stream(planned.pieces, options, seed=seed, cross_fade=cross_fade, progress=progress)
+        return torch.cat(list(waves)), SAMPLE_RATE
 
     def _compile_if_it_pays(self, calls: int) -> None:
         """`compile=auto`: compile the backbone once a call plans at least `path.compile_min_calls` backbone calls."""

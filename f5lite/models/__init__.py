@@ -1,5 +1,8 @@
 """Velocity networks (DiT, MMDiT, UNetT), the flow objective (CFM), checkpoint I/O, outside-applied optimizations.
 
+The networks implement `Backbone`, the contract the sampler samples from; it is defined in `f5lite.sampling.backbone`
+(the sampler's layer, below this one) and exported here too.
+
 Optimizations are applied in this order, each in place and without changing state-dict keys:
 `apply_dropout` (the dropout kernel), `apply_ac` (activation checkpointing), then `apply_compile` (per-block `torch.compile`), then data parallelism.
 For sampling, `apply_inference_compile` (per-block compile with weight freezing) once the weights are final.
@@ -20,6 +23,7 @@ from f5lite.models.dit import DiT
 from f5lite.models.dropout import DROPOUT_KERNELS, apply_dropout, resolve_dropout_kernel
 from f5lite.models.mmdit import MMDiT
 from f5lite.models.unett import UNetT
+from f5lite.sampling.backbone import Backbone
 
 __all__ = [
     "AC_MODES",
@@ -27,6 +31,7 @@ __all__ = [
     "BACKBONE_CLASSES",
     "CFM",
     "DROPOUT_KERNELS",
+    "Backbone",
     "CheckpointError",
     "DiT",
     "MMDiT",

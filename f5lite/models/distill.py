@@ -7,19 +7,21 @@ the backbone's time embedding, which conditions every block (AdaLN) and the outp
 embedding starts at zero, so a student made from a teacher computes exactly the teacher's conditional velocity
 until training moves it.
 
-The inputs reach the backbone through a forward hook on its `time_embed`, so the backbone's code and its state-dict
-keys are untouched: `StudentBackbone.backbone` holds the teacher's tensors under their own names, and the two
-embeddings are `step_embed.*` beside them (`STUDENT_PREFIX`).
+The embedding reaches the backbone as an argument, `Backbone.forward`'s `time_extra`, computed in each call from that
+call's `step` and `guidance`: the student holds no per-call state, so concurrent calls are safe. The backbone's
+state-dict keys are untouched: `StudentBackbone.backbone` holds the teacher's tensors under their own names, and the
+two embeddings are `step_embed.*` beside them (`STUDENT_PREFIX`).
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from f5lite.models.layers import TIME_FREQ_CHANNELS, DropFlag, sinusoidal_time, time_vector
+from f5lite.models.layers import TIME_FREQ_CHANNELS, sinusoidal_time, time_vector
+from f5lite.sampling.backbone import Backbone, DropFlag
 
 STUDENT_PREFIX = "step_embed."
 """The state-dict prefix of the student's own tensors (everything else is the backbone's, by its own names)."""
@@ -55,11 +57,11 @@ class StepEmbedding(nn.Module):
         return self.step_mlp(sinusoidal_time(step).to(dtype)) + self.guidance_mlp(sinusoidal_time(guidance).to(dtype))
 
 
-class StudentBackbone(nn.Module):
+class StudentBackbone(Backbone):
     """A backbone (DiT, MMDiT or UNetT) that also takes the step size and the guidance scale.
 
     Args:
-        backbone: the velocity network; its `time_embed` output gets the step embedding added.
+        backbone: the velocity network; it gets the step embedding as its `time_extra`.
         sampler_defaults: the sampler settings it was trained for (`steps`, `cfg_strength`, `schedule`, `sway`),
             which replace the callers' defaults (`f5lite.sampling.options.with_model_defaults`).
         trained: what the distillation trained it on: `steps` (the step counts) and `guidance` (`[low, high]`);
@@ -69,6 +71,9 @@ class StudentBackbone(nn.Module):
         distilled: always True: the sampler steps it with `step=` and `guidance=` and no unconditional pass.
         sampler_defaults: as given.
         trained: as given.
+
+    Raises:
+        TypeError: `backbone` is no `Backbone`.
     """
 
     distilled = True
@@ -80,29 +85,23 @@ class StudentBackbone(nn.Module):
         trained: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
+        if not isinstance(backbone, Backbone):
+            raise TypeError(f"a student wraps a Backbone (DiT, MMDiT, UNetT), got {type(backbone).__name__}")
         self.sampler_defaults = dict(sampler_defaults or {})
         self.trained = dict(trained or {})
         self.backbone = backbone
-        inner: Any = backbone  # DiT, MMDiT or UNetT: each has `time_embed` and `mel_dim`
-        time_embed = inner.time_embed
-        self.step_embed = StepEmbedding(int(time_embed.time_mlp[-1].out_features))
-        self.mel_dim = int(inner.mel_dim)
-        self._extra: Tensor | None = None
-        time_embed.register_forward_hook(self._add_step_embedding)
+        self.step_embed = StepEmbedding(backbone.dim)
+        self.mel_dim = backbone.mel_dim
+        self.dim = backbone.dim
 
     @property
     def blocks(self) -> nn.ModuleList:
-        """The backbone's repeated unit, for optimizations applied from outside (compile, checkpointing)."""
-        inner: Any = self.backbone
-        return cast(nn.ModuleList, inner.blocks)
-
-    def _add_step_embedding(self, module: nn.Module, args: object, output: Tensor) -> Tensor:
-        return output if self._extra is None else output + self._extra.to(output.dtype)
+        """`Backbone.blocks`: the backbone's."""
+        return self.backbone.blocks
 
     def embed_text(self, text: Tensor, seq_len: int, mask: Tensor | None = None, drop_text: DropFlag = False) -> Tensor:
-        """The backbone's text conditioning (see its `embed_text`)."""
-        inner: Any = self.backbone
-        return cast(Tensor, inner.embed_text(text, seq_len, mask, drop_text))
+        """`Backbone.embed_text`: the backbone's."""
+        return self.backbone.embed_text(text, seq_len, mask, drop_text)
 
     def forward(
         self,
@@ -114,36 +113,33 @@ class StudentBackbone(nn.Module):
         drop_audio_cond: DropFlag = False,
         drop_text: DropFlag = False,
         *,
+        text_embed: Tensor | None = None,
+        time_extra: Tensor | None = None,
         step: Tensor | float | None = None,
         guidance: Tensor | float | None = None,
-        text_embed: Tensor | None = None,
     ) -> Tensor:
         """The velocity that takes `x` at `time` to `time + step` in one Euler step, guided by `guidance`.
 
-        Args:
-            x: noisy mel `[b, n, mel]`.
-            cond: reference mel, zero where generated `[b, n, mel]`.
-            text: ids `[b, nt]` padded with -1.
-            time: flow time `[b]` or 0-d.
-            mask: `[b, n]` bool, True = real frame, or None.
-            drop_audio_cond: CFG audio drop (the student is trained with the condition kept).
-            drop_text: CFG text drop.
-            step: step size `[b]` or a number; None (with `guidance` None): the backbone's own velocity, without
-                the embedding (what the flow objective and the validation loss see).
-            guidance: guidance scale `[b]` or a number.
-            text_embed: the result of `embed_text` for the same inputs.
+        The arguments are `Backbone.forward`'s (a `time_extra` is added to the step embedding) and two more: `step`,
+        the step size `[b]` or a number, and `guidance`, the guidance scale `[b]` or a number. With both None it is
+        the backbone's own velocity, without the embedding (what the flow objective and the validation loss see).
 
         Returns:
             velocity `[b, n, mel]`.
+
+        Raises:
+            ValueError: only one of `step` and `guidance` given.
         """
-        b = x.shape[0]
-        as_vector = lambda v: time_vector(torch.as_tensor(v, dtype=torch.float32, device=x.device), b)  # noqa: E731
         if (step is None) != (guidance is None):
             raise ValueError("give a student both its step size and its guidance scale, or neither")
-        self._extra = None if step is None else self.step_embed(as_vector(step), as_vector(guidance))
-        try:
-            return cast(
-                Tensor, self.backbone(x, cond, text, time, mask, drop_audio_cond, drop_text, text_embed=text_embed)
-            )
-        finally:
-            self._extra = None
+        if step is not None and guidance is not None:
+            own = self.step_embed(self._per_sample(step, x), self._per_sample(guidance, x))
+            time_extra = own if time_extra is None else own + time_extra
+        return self.backbone(
+            x, cond, text, time, mask, drop_audio_cond, drop_text, text_embed=text_embed, time_extra=time_extra
+        )
+
+    @staticmethod
+    def _per_sample(value: Tensor | float, x: Tensor) -> Tensor:
+        """A number or `[b]` values as float32 `[b]` on `x`'s device."""
+        return time_vector(torch.as_tensor(value, dtype=torch.float32, device=x.device), x.shape[0])

@@ -9,7 +9,8 @@ Shape legend:
     td  text width (`text_dim`, defaults to `mel`)
     h   heads, dh head width (`dim_head`)
 
-forward: x `[b, n, mel]`, cond `[b, n, mel]`, text `[b, nt]`, time `[b]`, mask `[b, n]` -> velocity `[b, n, mel]`.
+A `Backbone` (`f5lite.sampling.backbone` documents its `forward`): x `[b, n, mel]`, cond `[b, n, mel]`,
+text `[b, nt]`, time `[b]`, mask `[b, n]` -> velocity `[b, n, mel]`.
 State-dict keys equal F5-TTS's (`transformer_blocks.{i}.attn.to_q.weight`, ...); `blocks` is the same ModuleList.
 """
 
@@ -31,6 +32,7 @@ from f5lite.models.layers import (
 )
 from f5lite.models.rope import Rope, RotaryEmbedding
 from f5lite.models.text_embed import FrameTextEmbedding
+from f5lite.sampling.backbone import Backbone
 
 # F5-TTS's DiT text position table length (about 87 s of audio); later frames reuse the last row.
 TEXT_MAX_POS = 8192
@@ -74,7 +76,7 @@ class DiTBlock(nn.Module):
         return modulate_residual(x, gate_mlp, self.ff(h))
 
 
-class DiT(nn.Module):
+class DiT(Backbone):
     """F5-TTS's DiT with its constructor options (see `f5lite.config.DiTConfig` for each one)."""
 
     def __init__(
@@ -99,6 +101,7 @@ class DiT(nn.Module):
         super().__init__()
         text_dim = mel_dim if text_dim is None else text_dim
         self.mel_dim = mel_dim
+        self.dim = dim
         self.text_num_embeds = text_num_embeds
         self.time_embed = TimestepEmbedding(dim)
         self.text_embed = FrameTextEmbedding(text_num_embeds, text_dim, text_mask_padding, conv_layers, TEXT_MAX_POS)
@@ -119,20 +122,13 @@ class DiT(nn.Module):
 
     @property
     def blocks(self) -> nn.ModuleList:
-        """The repeated unit (`transformer_blocks`), for optimizations applied from outside."""
+        """`Backbone.blocks`: `transformer_blocks`."""
         return self.transformer_blocks
 
     def embed_text(
         self, text: torch.Tensor, seq_len: int, mask: torch.Tensor | None = None, drop_text: DropFlag = False
     ) -> torch.Tensor:
-        """Text conditioning `[b, n, td]`, reusable across calls as `forward(..., text_embed=)`.
-
-        Args:
-            text: `[b, nt]` ids padded with -1.
-            seq_len: audio frames n.
-            mask: `[b, n]` bool; each sample's text is cut at its own length. None uses all n frames.
-            drop_text: CFG text drop (bool or `[b]` bool).
-        """
+        """`Backbone.embed_text`: the text fitted to the frames `[b, n, td]`, each sample's cut at its own length."""
         lens = None if mask is None else mask.sum(dim=1)
         return self.text_embed(text, seq_len, drop_text, lens)
 
@@ -147,24 +143,11 @@ class DiT(nn.Module):
         drop_text: DropFlag = False,
         *,
         text_embed: torch.Tensor | None = None,
+        time_extra: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Predict the flow velocity.
-
-        Args:
-            x: noisy mel `[b, n, mel]`.
-            cond: reference mel, zero where generated `[b, n, mel]`.
-            text: ids `[b, nt]` padded with -1.
-            time: flow time `[b]` or 0-d.
-            mask: `[b, n]` bool, True = real frame, or None.
-            drop_audio_cond: CFG audio drop (bool or `[b]` bool).
-            drop_text: CFG text drop (bool or `[b]` bool).
-            text_embed: the result of `embed_text` for the same inputs, to skip recomputing it.
-
-        Returns:
-            velocity `[b, n, mel]`.
-        """
+        """`Backbone.forward`: the text fitted to the frames joins the input; the time conditions each block."""
         n = x.shape[1]
-        t = self.time_embed(time_vector(time, x.shape[0]))
+        t = self.time_embed(time_vector(time, x.shape[0]), time_extra)
         if text_embed is None:
             text_embed = self.embed_text(text, n, mask, drop_text)
         h = self.input_embed(x, cond, text_embed, drop_audio_cond, mask)

@@ -14,8 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-DropFlag = bool | torch.Tensor
-"""A CFG drop decision: one Python bool for the whole batch, or a `[b]` bool tensor per sample."""
+from f5lite.sampling.backbone import DropFlag  # the contract's, for the building blocks' signatures
 
 # F5-TTS embeds the flow time with a 256-channel sinusoid of 1000 * t.
 TIME_FREQ_CHANNELS = 256
@@ -46,16 +45,18 @@ class TimestepEmbedding(nn.Module):
         super().__init__()
         self.time_mlp = nn.Sequential(nn.Linear(TIME_FREQ_CHANNELS, dim), nn.SiLU(), nn.Linear(dim, dim))
 
-    def forward(self, t: torch.Tensor) -> torch.Tensor:
+    def forward(self, t: torch.Tensor, extra: torch.Tensor | None = None) -> torch.Tensor:
         """Embed the flow time.
 
         Args:
             t: `[b]`.
+            extra: `[b, d]` added to the embedding (`Backbone.forward`'s `time_extra`), or None.
 
         Returns:
             `[b, d]`.
         """
-        return self.time_mlp(sinusoidal_time(t).to(t.dtype))
+        embedded = self.time_mlp(sinusoidal_time(t).to(t.dtype))
+        return embedded if extra is None else embedded + extra.to(embedded.dtype)
 
 
 def text_positions(n: int, dim: int, max_pos: int, device: torch.device) -> torch.Tensor:

@@ -8,7 +8,8 @@ Shape legend:
     d   model width (`dim`, also the text width)
     h   heads, dh head width (`dim_head`)
 
-forward: x `[b, n, mel]`, cond `[b, n, mel]`, text `[b, nt]`, time `[b]`, mask `[b, n]` -> velocity `[b, n, mel]`.
+A `Backbone` (`f5lite.sampling.backbone` documents its `forward`): x `[b, n, mel]`, cond `[b, n, mel]`,
+text `[b, nt]`, time `[b]`, mask `[b, n]` -> velocity `[b, n, mel]`.
 The last block is "context pre-only" (no text feed-forward, no `to_out_c`), as in F5-TTS, so keys match.
 """
 
@@ -31,6 +32,7 @@ from f5lite.models.layers import (
 )
 from f5lite.models.rope import Rope, RotaryEmbedding
 from f5lite.models.text_embed import TokenTextEmbedding
+from f5lite.sampling.backbone import Backbone
 
 
 class AudioEmbedding(nn.Module):
@@ -115,7 +117,7 @@ class MMDiTBlock(nn.Module):
         return x, c
 
 
-class MMDiT(nn.Module):
+class MMDiT(Backbone):
     """F5-TTS's MMDiT with its constructor options (see `f5lite.config.MMDiTConfig`)."""
 
     def __init__(
@@ -135,6 +137,7 @@ class MMDiT(nn.Module):
     ) -> None:
         super().__init__()
         self.mel_dim = mel_dim
+        self.dim = dim
         self.text_num_embeds = text_num_embeds
         self.time_embed = TimestepEmbedding(dim)
         self.text_embed = TokenTextEmbedding(text_num_embeds, dim, text_mask_padding)
@@ -157,20 +160,13 @@ class MMDiT(nn.Module):
 
     @property
     def blocks(self) -> nn.ModuleList:
-        """The repeated unit (`transformer_blocks`), for optimizations applied from outside."""
+        """`Backbone.blocks`: `transformer_blocks`."""
         return self.transformer_blocks
 
     def embed_text(
         self, text: torch.Tensor, seq_len: int, mask: torch.Tensor | None = None, drop_text: DropFlag = False
     ) -> torch.Tensor:
-        """Text stream `[b, nt, d]`, reusable across calls as `forward(..., text_embed=)`.
-
-        Args:
-            text: `[b, nt]` ids padded with -1.
-            seq_len: audio frames (unused: MMDiT keeps the text as its own sequence).
-            mask: audio mask (unused, for the common signature).
-            drop_text: CFG text drop (bool or `[b]` bool).
-        """
+        """`Backbone.embed_text`: the text stream `[b, nt, d]` (`seq_len` and `mask` unused: it is its own sequence)."""
         return self.text_embed(text, drop_text)
 
     def forward(
@@ -184,23 +180,10 @@ class MMDiT(nn.Module):
         drop_text: DropFlag = False,
         *,
         text_embed: torch.Tensor | None = None,
+        time_extra: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Predict the flow velocity.
-
-        Args:
-            x: noisy mel `[b, n, mel]`.
-            cond: reference mel, zero where generated `[b, n, mel]`.
-            text: ids `[b, nt]` padded with -1.
-            time: flow time `[b]` or 0-d.
-            mask: `[b, n]` bool, True = real frame, or None.
-            drop_audio_cond: CFG audio drop (bool or `[b]` bool).
-            drop_text: CFG text drop (bool or `[b]` bool).
-            text_embed: the result of `embed_text` for the same inputs, to skip recomputing it.
-
-        Returns:
-            velocity `[b, n, mel]`.
-        """
-        t = self.time_embed(time_vector(time, x.shape[0]))
+        """`Backbone.forward`: audio and text streams attend jointly; the time conditions each block."""
+        t = self.time_embed(time_vector(time, x.shape[0]), time_extra)
         c = self.embed_text(text, x.shape[1], mask, drop_text) if text_embed is None else text_embed
         c_mask = text != -1
         h = self.audio_embed(x, cond, drop_audio_cond)

@@ -9,7 +9,8 @@ Shape legend:
     td  text width (`text_dim`, defaults to `mel`)
     h   heads, dh head width (`dim_head`)
 
-forward: x `[b, n, mel]`, cond `[b, n, mel]`, text `[b, nt]`, time `[b]`, mask `[b, n]` -> velocity `[b, n, mel]`.
+A `Backbone` (`f5lite.sampling.backbone` documents its `forward`): x `[b, n, mel]`, cond `[b, n, mel]`,
+text `[b, nt]`, time `[b]`, mask `[b, n]` -> velocity `[b, n, mel]`.
 Each block is `layers.{i}` with children `0..4` = (skip_proj, attn_norm, attn, ff_norm, ff), F5-TTS's key layout.
 """
 
@@ -23,6 +24,7 @@ from f5lite.models.attention import Attention
 from f5lite.models.layers import DropFlag, FeedForward, InputEmbedding, ScaledRMSNorm, TimestepEmbedding, time_vector
 from f5lite.models.rope import Rope, RotaryEmbedding
 from f5lite.models.text_embed import FrameTextEmbedding
+from f5lite.sampling.backbone import Backbone
 
 SKIP_TYPES = ("concat", "add", "none")
 # E2-TTS's text position table length (only used with conv_layers > 0).
@@ -79,7 +81,7 @@ class UNetTBlock(nn.ModuleList):
         return ff(ff_norm(x)) + x
 
 
-class UNetT(nn.Module):
+class UNetT(Backbone):
     """E2-TTS's UNetT with F5-TTS's constructor options (see `f5lite.config.UNetTConfig`)."""
 
     def __init__(
@@ -108,6 +110,7 @@ class UNetT(nn.Module):
             raise ValueError(f"skip_connect_type={skip_connect_type!r} is not valid; choose one of: {SKIP_TYPES}")
         text_dim = mel_dim if text_dim is None else text_dim
         self.mel_dim = mel_dim
+        self.dim = dim
         self.text_num_embeds = text_num_embeds
         self.skip_connect_type = skip_connect_type
         self.time_embed = TimestepEmbedding(dim)
@@ -133,20 +136,13 @@ class UNetT(nn.Module):
 
     @property
     def blocks(self) -> nn.ModuleList:
-        """The repeated unit (`layers`), for optimizations applied from outside."""
+        """`Backbone.blocks`: `layers`."""
         return self.layers
 
     def embed_text(
         self, text: torch.Tensor, seq_len: int, mask: torch.Tensor | None = None, drop_text: DropFlag = False
     ) -> torch.Tensor:
-        """Text conditioning `[b, n, td]`, reusable across calls as `forward(..., text_embed=)`.
-
-        Args:
-            text: `[b, nt]` ids padded with -1.
-            seq_len: audio frames n.
-            mask: audio mask (unused: E2-TTS fits every sample's text to all n frames).
-            drop_text: CFG text drop (bool or `[b]` bool).
-        """
+        """`Backbone.embed_text`: the text fitted to the frames `[b, n, td]`, all n of them (E2-TTS; `mask` unused)."""
         return self.text_embed(text, seq_len, drop_text)
 
     def forward(
@@ -160,24 +156,11 @@ class UNetT(nn.Module):
         drop_text: DropFlag = False,
         *,
         text_embed: torch.Tensor | None = None,
+        time_extra: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Predict the flow velocity.
-
-        Args:
-            x: noisy mel `[b, n, mel]`.
-            cond: reference mel, zero where generated `[b, n, mel]`.
-            text: ids `[b, nt]` padded with -1.
-            time: flow time `[b]` or 0-d.
-            mask: `[b, n]` bool, True = real frame, or None.
-            drop_audio_cond: CFG audio drop (bool or `[b]` bool).
-            drop_text: CFG text drop (bool or `[b]` bool).
-            text_embed: the result of `embed_text` for the same inputs, to skip recomputing it.
-
-        Returns:
-            velocity `[b, n, mel]`.
-        """
+        """`Backbone.forward`: the time embedding is prepended as one more token."""
         n = x.shape[1]
-        t = self.time_embed(time_vector(time, x.shape[0]))
+        t = self.time_embed(time_vector(time, x.shape[0]), time_extra)
         if text_embed is None:
             text_embed = self.embed_text(text, n, mask, drop_text)
         h = torch.cat((t[:, None], self.input_embed(x, cond, text_embed, drop_audio_cond)), dim=1)

@@ -6,7 +6,7 @@
 - `layouts.py`: the input layouts read (F5-TTS `metadata.csv`, LJSpeech, a folder of audio with transcripts);
 - `checks.py`: the per-utterance checks and their `Limits`; `skips.py`: the reason codes of skipped items;
 - `ownership.py`: which files in OUT_DIR an earlier run wrote, the only ones a run replaces or removes;
-- `shar.py`: `--shar`, the kept cuts as Lhotse Shar shards with their audio and mels;
+- `shar_writer.py`: `--shar`, the kept cuts as Lhotse Shar shards with their audio and mels;
 - `workers.py`: the per-file work spread over processes.
 
 The formats written here and read by training (the cuts of `cuts.jsonl.gz`, the mel cache) live in `f5lite.data`;

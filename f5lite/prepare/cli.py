@@ -24,7 +24,7 @@ from f5lite.audio import MEL_KINDS
 from f5lite.data.manifest import REPORT_NAME, VAL_DIR_NAME
 from f5lite.prepare.checks import Limits
 from f5lite.prepare.pipeline import PrepareOptions, prepare
-from f5lite.prepare.shar import DEFAULT_SHARD_SIZE
+from f5lite.prepare.shar_writer import DEFAULT_SHARD_SIZE
 from f5lite.prepare.val_split import ValSplit
 from f5lite.text import TOKENIZER_NAMES
 

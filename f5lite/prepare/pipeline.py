@@ -12,7 +12,7 @@
   decode audio;
 - `val/` with a validation split (`val`): the held-out cuts and a test set (see `f5lite.prepare.val_split`);
   `cuts.jsonl.gz` then holds the others;
-- with `shar`, Lhotse Shar shards of the kept cuts in another directory (see `f5lite.prepare.shar`).
+- with `shar`, Lhotse Shar shards of the kept cuts in another directory (see `f5lite.prepare.shar_writer`).
 
 A bad file never stops the run: it is reported and left out. Re-running gives the same files (no timestamps, fixed
 order), every output is replaced atomically, and the source audio is only ever read. The command line around this
@@ -50,7 +50,7 @@ from f5lite.prepare.ownership import (
     owned_by_earlier_run,
     remove_leftovers,
 )
-from f5lite.prepare.shar import DEFAULT_SHARD_SIZE, SharItem, check_shar_target, write_shar
+from f5lite.prepare.shar_writer import DEFAULT_SHARD_SIZE, SharItem, check_shar_target, write_shar
 from f5lite.prepare.skips import SKIP_REASONS, Skip
 from f5lite.prepare.val_split import ValSplit, relocate, split_validation, testset_rows
 from f5lite.prepare.workers import map_in_workers
@@ -71,7 +71,7 @@ class PrepareOptions:
         mels: Write the log-mel cache.
         mel_type: Mel convention of the cache and of the `frames` counts: "vocos" or "bigvgan".
         workers: Processes that check files in parallel; 1 checks them in this process.
-        shar: A directory to write Lhotse Shar shards of the training cuts into (see `f5lite.prepare.shar`), or
+        shar: A directory to write Lhotse Shar shards of the training cuts into (see `f5lite.prepare.shar_writer`), or
             None.
         shard_size: Cuts per Shar shard.
         val: The validation split to hold out (none by default).

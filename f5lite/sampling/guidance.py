@@ -6,13 +6,20 @@ CFG-Zero* (arXiv 2503.18886) rescales the unconditional velocity by the per-samp
 `v_c + cfg * (v_c - s* v_u)`, so `s* = 1` is exactly plain CFG. (The public F5-TTS patch plugs `cfg` in as `w`,
 which weakens guidance from w = 3 to w = 2 at the default strength: the reason for this module's tests.)
 
-Shapes: b batch, n frames, d mel channels.
+`guided_field` is the guided velocity of a backbone as the sampler evaluates it, with the unconditional pass batched
+with the conditional one; the sampler integrates it, and the distillation target (`f5lite.sampling.distill`) takes
+two steps of it, so that a student learns what the sampler computes.
+
+Shapes: b batch, n frames, d mel channels, nt text ids.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from f5lite.sampling.backbone import Backbone
+from f5lite.sampling.ode import VelocityField
 
 SCALE_EPS = 1e-8
 """Added to `||v_u||^2`, as in the CFG-Zero* reference code, so an all-zero `v_u` gives s* = 0, not NaN."""
@@ -39,19 +46,84 @@ def optimized_scale(v_cond: Tensor, v_uncond: Tensor, mask: Tensor | None = None
     return dot / (norm + SCALE_EPS)
 
 
-def guided_velocity(v_cond: Tensor, v_uncond: Tensor, cfg_strength: float, scale: Tensor | None = None) -> Tensor:
+def guided_velocity(
+    v_cond: Tensor, v_uncond: Tensor, cfg_strength: float | Tensor, scale: Tensor | None = None
+) -> Tensor:
     """Combine conditional and unconditional velocities: `v_c + cfg * (v_c - s v_u)`.
 
     Args:
         v_cond: conditional velocity `[b, n, d]`.
         v_uncond: unconditional velocity `[b, n, d]`.
-        cfg_strength: guidance strength `cfg` (F5-TTS's; `w = 1 + cfg`).
+        cfg_strength: guidance strength `cfg` (F5-TTS's; `w = 1 + cfg`): one number, or one per sample `[b]`.
         scale: per-sample `s` `[b]` (from `optimized_scale`), or None for plain CFG (`s = 1`). A float32 scale
-            makes the result float32 even for half-precision velocities.
+            (or a float32 `cfg_strength` tensor) makes the result float32 even for half-precision velocities.
 
     Returns:
         The guided velocity `[b, n, d]`.
     """
     if scale is not None:
         v_uncond = v_uncond * scale.view(-1, 1, 1)
+    if isinstance(cfg_strength, Tensor):
+        cfg_strength = cfg_strength.view(-1, 1, 1)
     return v_cond + (v_cond - v_uncond) * cfg_strength
+
+
+def guided_field(
+    model: Backbone,
+    cond: Tensor,
+    text: Tensor,
+    mask: Tensor | None,
+    cfg_strength: float | Tensor,
+    zero_star: bool = False,
+) -> VelocityField:
+    """The guided velocity of a flow model as a function of `(t, x)`, with the text conditioning computed once.
+
+    Each evaluation is one backbone call of batch `2b`, rows `[0, b)` conditional and `[b, 2b)` unconditional (audio
+    and text dropped), combined by `guided_velocity`; a number `cfg_strength` of 0 makes one conditional call of
+    batch `b` instead. The model's inputs are cast to the dtype of its parameters, the velocities are combined in
+    the model's output dtype, and the result is cast to the state's dtype.
+
+    Args:
+        model: a flow model (not a distilled student: it is guided by its own input).
+        cond: audio condition `[b, n, d]`, zero where generated.
+        text: ids `[b, nt]` padded with -1.
+        mask: `[b, n]` bool, True = real frame, or None (then no mask is passed to the model).
+        cfg_strength: guidance strength `cfg` (F5-TTS's): one number, or one per sample `[b]`.
+        zero_star: CFG-Zero*: the unconditional velocity rescaled by `optimized_scale` over the frames of `mask`.
+
+    Returns:
+        `field(t, x)`: the flow time `t` (0-d, or `[b]` per sample) and the state `x` `[b, n, d]` to the guided
+        velocity `[b, n, d]` in `x`'s dtype.
+    """
+    if not isinstance(cfg_strength, Tensor) and cfg_strength == 0:
+        return _conditional_field(model, cond, text, mask)
+    dtype = next(model.parameters()).dtype
+    b = cond.shape[0]
+    # Rows [0, b) conditional, [b, 2b) unconditional (audio and text dropped), in one backbone call.
+    drop = torch.arange(2 * b, device=cond.device) >= b
+    cond2 = cond.to(dtype).repeat(2, 1, 1)
+    text2 = text.repeat(2, 1)
+    mask2 = None if mask is None else mask.repeat(2, 1)
+    text_embed2 = model.embed_text(text2, cond.shape[1], mask2, drop)
+
+    def guided(t: Tensor, x: Tensor) -> Tensor:
+        t2 = t.to(dtype) if t.dim() == 0 else t.to(dtype).repeat(2)
+        v = model(x.to(dtype).repeat(2, 1, 1), cond2, text2, t2, mask2, drop, drop, text_embed=text_embed2)
+        v_cond, v_uncond = v[:b], v[b:]
+        scale = optimized_scale(v_cond, v_uncond, mask) if zero_star else None
+        return guided_velocity(v_cond, v_uncond, cfg_strength, scale).to(x.dtype)
+
+    return guided
+
+
+def _conditional_field(model: Backbone, cond: Tensor, text: Tensor, mask: Tensor | None) -> VelocityField:
+    """`guided_field` without guidance: one conditional call of batch `b` per evaluation."""
+    dtype = next(model.parameters()).dtype
+    cond_in = cond.to(dtype)
+    text_embed = model.embed_text(text, cond.shape[1], mask, False)
+
+    def conditional(t: Tensor, x: Tensor) -> Tensor:
+        v = model(x.to(dtype), cond_in, text, t.to(dtype), mask, False, False, text_embed=text_embed)
+        return v.to(x.dtype)
+
+    return conditional

@@ -144,3 +144,16 @@ def with_model_defaults(model: object, options: SamplerOptions) -> SamplerOption
     base = SamplerOptions()
     kept = {name: value for name, value in own.items() if getattr(options, name) == getattr(base, name)}
     return dataclasses.replace(options, **kept)
+
+
+def backbone_calls(model: object, options: SamplerOptions) -> int:
+    """The backbone calls one `sample` of `model` with `options` makes (the model's own settings applied).
+
+    Args:
+        model: the backbone to sample.
+        options: the caller's settings.
+
+    Returns:
+        `SamplerOptions.backbone_calls` of the settings `sample` will use.
+    """
+    return with_model_defaults(model, options).backbone_calls

@@ -4,10 +4,12 @@ Shapes: b batch, n_ref reference frames, nt text ids, N generated frames (the lo
 
 What matches F5-TTS exactly: the duration bound, per-sample seeded noise, time grids, the Euler/midpoint steps, CFG
 with the unconditional pass batched with the conditional one, the batch-1 "no mask" rule and the reference-region
-overwrite. What is ours: the text conditioning is computed once per call instead of once per step (held in a
-local variable, so concurrent calls and `copy.deepcopy` of the backbone are safe), only the current ODE state is
-kept, and CFG-Zero* (zero-init by step index, optimized scale per sample over valid frames). The settings come in one
-validated `SamplerOptions`, so `sample` checks only its tensors.
+overwrite. What is ours: the text conditioning is computed once per call instead of once per step (held by the
+call's velocity field, `f5lite.sampling.guidance.guided_field`, not by the backbone, so concurrent calls and
+`copy.deepcopy` of the backbone are safe), only the current ODE state is kept, and CFG-Zero* (zero-init by step
+index, optimized scale per sample over valid frames). The settings come in one validated `SamplerOptions`, so
+`sample` checks only its tensors. The backbone is a `Backbone` (`f5lite.sampling.backbone`); a distilled student is
+stepped once per step with its step size and guidance as inputs.
 """
 
 from __future__ import annotations
@@ -15,40 +17,17 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any, Protocol, cast
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from f5lite.sampling.backbone import Backbone
 from f5lite.sampling.duration import effective_durations
-from f5lite.sampling.guidance import guided_velocity, optimized_scale
-from f5lite.sampling.ode import VelocityField, integrate
+from f5lite.sampling.guidance import guided_field
+from f5lite.sampling.ode import integrate
 from f5lite.sampling.options import LEGACY_KEYWORDS, SamplerOptions, merge_legacy_keywords, with_model_defaults
 from f5lite.sampling.schedules import time_grid
-
-
-class _Backbone(Protocol):
-    """What `sample` needs of a backbone (f5lite's DiT, MMDiT and UNetT all provide it)."""
-
-    mel_dim: int
-
-    def __call__(
-        self,
-        x: Tensor,
-        cond: Tensor,
-        text: Tensor,
-        time: Tensor,
-        mask: Tensor | None = None,
-        drop_audio_cond: bool | Tensor = False,
-        drop_text: bool | Tensor = False,
-        *,
-        text_embed: Tensor | None = None,
-    ) -> Tensor: ...
-
-    def embed_text(
-        self, text: Tensor, seq_len: int, mask: Tensor | None = None, drop_text: bool | Tensor = False
-    ) -> Tensor: ...
-
 
 _SAMPLE_KEYWORDS = tuple(name for name in LEGACY_KEYWORDS if name != "speed")
 """The old keywords `sample` took (`speed` never was one: `sample` is given its durations)."""
@@ -74,8 +53,9 @@ def sample(
     to the backbone (F5-TTS's behaviour), otherwise `mask = frame < duration`. Runs without autograd.
 
     Args:
-        backbone: an f5lite backbone (DiT, MMDiT, UNetT), in the mode the caller wants (normally eval). Its inputs
-            are cast to the dtype of its parameters; the ODE state keeps `cond`'s dtype.
+        backbone: a `Backbone` (DiT, MMDiT, UNetT, or a distilled student, which is stepped once per step with its
+            guidance as an input), in the mode the caller wants (normally eval). Its inputs are cast to the dtype
+            of its parameters; the ODE state keeps `cond`'s dtype.
         cond: reference mel `[b, n_ref, d]`, zero-padded past each sample's `lens`.
         text: ids `[b, nt]` of reference text + text to generate, padded with -1.
         duration: total frames (reference included): an int for every sample, or `b` of them.
@@ -96,17 +76,20 @@ def sample(
 
     Raises:
         ValueError: inconsistent shapes, a wrong `noise` shape, or an invalid legacy setting.
-        TypeError: a keyword that is no sampler setting, or `options` that is not a `SamplerOptions`.
+        TypeError: a keyword that is no sampler setting, `options` that is not a `SamplerOptions`, or a `backbone`
+            that is not a `Backbone`.
     """
     # Merged here, not in a decorated function, so that the deprecation warning points at the caller's line.
     options = merge_legacy_keywords(options, legacy, "sample", accepted=_SAMPLE_KEYWORDS)
+    if not isinstance(backbone, Backbone):
+        raise TypeError(f"backbone must be a Backbone (DiT, MMDiT, UNetT or a student), got {type(backbone).__name__}")
     options = with_model_defaults(backbone, options)  # a distilled student's own steps and guidance
     with torch.no_grad():
-        return _sample(cast(_Backbone, backbone), cond, text, duration, options, lens, noise, seed)
+        return _sample(backbone, cond, text, duration, options, lens, noise, seed)
 
 
 def _sample(
-    model: _Backbone,
+    model: Backbone,
     cond: Tensor,
     text: Tensor,
     duration: int | Sequence[int] | Tensor,
@@ -137,17 +120,17 @@ def _sample(
         x = noise.to(device=device, dtype=cond.dtype)
 
     grid = time_grid(options.steps, options.schedule, options.sway, device=device)
-    if getattr(model, "distilled", False):
+    if model.distilled:
         x = _student_solve(model, step_cond, text.to(device), mask, grid, x, options)
         return torch.where(ref_mask, cond, x)
-    field = _velocity_field(model, step_cond, text.to(device), mask, options.cfg_strength, options.cfg_zero_star)
+    field = guided_field(model, step_cond, text.to(device), mask, options.cfg_strength, options.cfg_zero_star)
     # Zero-init steps leave the state at the noise, so the solve starts at grid point K (no call, no host sync).
     x = integrate(field, x, grid[options.cfg_zero_init_steps :], options.method)
     return torch.where(ref_mask, cond, x)
 
 
 def _student_solve(
-    model: _Backbone, step_cond: Tensor, text: Tensor, mask: Tensor | None, grid: Tensor, x: Tensor,
+    model: Backbone, step_cond: Tensor, text: Tensor, mask: Tensor | None, grid: Tensor, x: Tensor,
     options: SamplerOptions,
 ) -> Tensor:  # fmt: skip
     """Euler steps of a distilled student (`f5lite.models.distill`).
@@ -160,14 +143,13 @@ def _student_solve(
             "a distilled model takes Euler steps with its guidance as an input: method=euler, cfg_zero_star=false "
             "and cfg_zero_init_steps=0"
         )
-    student = cast(Any, model)
-    _warn_untrained(getattr(student, "trained", {}), grid.shape[0] - 1, options.cfg_strength)
-    dtype = next(cast(nn.Module, model).parameters()).dtype
+    _warn_untrained(getattr(model, "trained", {}), grid.shape[0] - 1, options.cfg_strength)
+    dtype = next(model.parameters()).dtype
     cond_in = step_cond.to(dtype)
     text_embed = model.embed_text(text, step_cond.shape[1], mask, False)
     for i in range(grid.shape[0] - 1):
         t0, dt = grid[i], grid[i + 1] - grid[i]
-        v = student(
+        v = model(
             x.to(dtype), cond_in, text, t0.to(dtype), mask, False, False, text_embed=text_embed, step=dt,
             guidance=options.cfg_strength,
         )  # fmt: skip
@@ -188,40 +170,7 @@ def _warn_untrained(trained: dict[str, Any], steps: int, guidance: float) -> Non
         warnings.warn(message, UserWarning, stacklevel=5)  # the line that called `sample`
 
 
-def _velocity_field(
-    model: _Backbone, step_cond: Tensor, text: Tensor, mask: Tensor | None, cfg_strength: float, zero_star: bool
-) -> VelocityField:
-    """The guided velocity as a function of (t, x), with the text conditioning computed once."""
-    dtype = next(cast(nn.Module, model).parameters()).dtype
-    num_frames = step_cond.shape[1]
-    if cfg_strength == 0:
-        cond_in = step_cond.to(dtype)
-        text_embed = model.embed_text(text, num_frames, mask, False)
-
-        def conditional(t: Tensor, x: Tensor) -> Tensor:
-            v = model(x.to(dtype), cond_in, text, t.to(dtype), mask, False, False, text_embed=text_embed)
-            return v.to(x.dtype)
-
-        return conditional
-
-    b = step_cond.shape[0]
-    # Rows [0, b) conditional, [b, 2b) unconditional (audio and text dropped), in one backbone call.
-    drop = torch.arange(2 * b, device=step_cond.device) >= b
-    cond2 = step_cond.to(dtype).repeat(2, 1, 1)
-    text2 = text.repeat(2, 1)
-    mask2 = None if mask is None else mask.repeat(2, 1)
-    text_embed2 = model.embed_text(text2, num_frames, mask2, drop)
-
-    def guided(t: Tensor, x: Tensor) -> Tensor:
-        v = model(x.to(dtype).repeat(2, 1, 1), cond2, text2, t.to(dtype), mask2, drop, drop, text_embed=text_embed2)
-        v_cond, v_uncond = v[:b], v[b:]
-        scale = optimized_scale(v_cond, v_uncond, mask) if zero_star else None
-        return guided_velocity(v_cond, v_uncond, cfg_strength, scale).to(x.dtype)
-
-    return guided
-
-
-def _check_inputs(model: _Backbone, cond: Tensor, text: Tensor) -> tuple[int, int, int]:
+def _check_inputs(model: Backbone, cond: Tensor, text: Tensor) -> tuple[int, int, int]:
     if cond.dim() != 3 or cond.shape[-1] != model.mel_dim:
         raise ValueError(f"cond must be a mel [b, n_ref, {model.mel_dim}], got shape {tuple(cond.shape)}")
     if not cond.is_floating_point():

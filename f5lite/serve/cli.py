@@ -1,7 +1,8 @@
-"""`f5lite-serve MODEL [options]` and `python -m f5lite.serve`: load a model and its voices, then serve the API.
+"""`f5lite-serve MODEL [options] [sample.KEY=VALUE ...]` and `python -m f5lite.serve`: load a model and voices, serve.
 
 MODEL is what `f5lite-infer model=` takes (an export directory, or an F5-TTS checkpoint with `--recipe` and
-`--vocab`). The server binds to 127.0.0.1 unless `--host` says otherwise, and asks for a key when `--api-key` (or
+`--vocab`). The sampler's settings are spelled as `f5lite-infer` spells them (`sample.steps=7 sample.vocoder=
+griffin_lim`: `f5lite.config.sample_args`); the flags are the server's own settings. The server binds to 127.0.0.1 unless `--host` says otherwise, and asks for a key when `--api-key` (or
 the `F5LITE_API_KEY` environment variable) gives one; `--voice-upload` on an address other machines can reach is
 refused without a key (anyone could fill the disk and the voice list). The model and every voice are loaded before
 the port opens: a bad model, voice or option ends the command with one line and exit status 2.
@@ -18,26 +19,28 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from f5lite.config.sample_args import compose_sample_args, sample_keys_help
+from f5lite.credentials import API_KEY_ENV
 from f5lite.infer.auto import COMPILE_CHOICES, DTYPE_AUTO
-from f5lite.sampling import SamplerOptions
 from f5lite.serve.settings import ServeSettings
 
 EXIT_USAGE = 2
 """Exit status: a bad command line, model, voice or option."""
 SHUTDOWN_GRACE = 10
 """Seconds the responses under way get to finish after SIGTERM or Ctrl-C; then they are cut and the server exits."""
-API_KEY_ENV = "F5LITE_API_KEY"
-"""The environment variable that holds the API key when `--api-key` is not given."""
 
 
 def _parser() -> argparse.ArgumentParser:
-    d, o = ServeSettings(model_id="-"), SamplerOptions()
+    d = ServeSettings(model_id="-")
     parser = argparse.ArgumentParser(
         prog="f5lite-serve",
         description="Serve a model behind OpenAI's speech API (POST /v1/audio/speech), with voices from a folder.",
+        epilog=sample_keys_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
     add("model", help="an f5lite export directory, or an F5-TTS checkpoint file (with --recipe and --vocab)")
+    add("sample", nargs="*", metavar="sample.KEY=VALUE", help="sampler settings of every request (see below)")
     add("--voices", type=Path, help="folder of reference clips NAME.wav with transcripts NAME.txt")
     add("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
     add("--port", type=int, default=8000, help="port (default: %(default)s)")
@@ -56,17 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     add("--max-per-client", type=int, default=d.max_per_client, help="speech requests at once per address; 0: no limit")
     add("--allow-origin", action="append", default=[], metavar="ORIGIN",
         help="a web page origin (https://app.example) whose browsers may call the API; repeat for more")  # fmt: skip
-    add("--steps", type=int, default=o.steps, help="sampler steps (default: %(default)s)")
-    add("--method", default=o.method, help="ODE solver (default: %(default)s)")
-    add("--schedule", default=o.schedule, help="time grid: auto, uniform or epss (default: %(default)s)")
-    add("--sway", type=float, default=o.sway, help="sway sampling coefficient (default: %(default)s)")
-    add("--cfg-strength", type=float, default=o.cfg_strength, help="guidance strength (default: %(default)s)")
-    add("--cfg-zero-init-steps", type=int, default=o.cfg_zero_init_steps, help="CFG-Zero* zero-init steps")
-    add("--cfg-zero-star", action="store_true", help="CFG-Zero* optimized scale")
     add("--recipe", help="architecture of a checkpoint file, e.g. dit_base")
     add("--vocab", help="vocab.txt of a checkpoint file")
-    add("--vocoder", default="vocos", help="vocos (default) or griffin_lim")
-    add("--vocoder-path", help="local Vocos directory (default: charactr/vocos-mel-24khz)")
     add("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     add("--dtype", default=DTYPE_AUTO, help="auto, fp32, bf16 or fp16")
     add("--compile", choices=COMPILE_CHOICES, default="auto", help="compile the backbone (default: %(default)s)")
@@ -84,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 after a clean shutdown, 2 for a bad command line, model, voice or option.
     """
-    args = _parser().parse_args(argv)
+    args = _parser().parse_intermixed_args(argv)
     logging.basicConfig(level=logging.INFO, format="f5lite-serve: %(message)s")
     try:
         _check_port_free(args.host, args.port)
@@ -105,8 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         synthesizer = Synthesizer.from_pretrained(
             args.model,
-            args.vocoder,
-            vocoder_source=args.vocoder_path,
+            settings.vocoder,
+            vocoder_source=settings.vocoder_source,
             recipe=args.recipe,
             vocab=args.vocab,
             device=args.device,
@@ -119,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, ImportError) as err:
         sys.stderr.write(f"f5lite-serve: error: {err}\n")
         return EXIT_USAGE
-    engine = Engine(synthesizer, settings.max_batch, settings.max_batch_frames, settings.batch_wait)
+    engine = Engine(synthesizer, settings.max_batch, settings.max_batch_frames, settings.batch_wait, settings.seed)
     logging.getLogger(__name__).info(
         "%d voice(s); serving %s on http://%s:%d", len(voices.names()), settings.model_id, args.host, args.port
     )
@@ -145,17 +139,13 @@ def _settings(args: argparse.Namespace) -> ServeSettings:
         raise ValueError(
             f"--voice-upload on {args.host}, an address other machines can reach, needs --api-key (or ${API_KEY_ENV})"
         )
+    sample = compose_sample_args(args.sample, "f5lite-serve")
     return ServeSettings(
         model_id=args.model_id or Path(args.model).name,
-        options=SamplerOptions(
-            steps=args.steps,
-            method=args.method,
-            schedule=args.schedule,
-            sway=args.sway,
-            cfg_strength=args.cfg_strength,
-            cfg_zero_init_steps=args.cfg_zero_init_steps,
-            cfg_zero_star=args.cfg_zero_star,
-        ),
+        options=sample.sampler_options(),
+        seed=sample.seed,
+        vocoder=sample.vocoder,
+        vocoder_source=sample.vocoder_source if sample.vocoder == "vocos" else None,
         api_key=api_key,
         voice_upload=args.voice_upload,
         max_upload_bytes=int(args.max_upload_mb * 2**20),

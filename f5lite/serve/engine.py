@@ -1,17 +1,17 @@
 """Pieces of speech from many requests, batched into one sampler call: the server's only user of the model.
 
-A request's text is cut into pieces (`f5lite.serve.speech`); each piece is submitted here on its own, the next only
-when the one before has come back, so a request holds at most one place in the queue and a long text does not keep
+A request's text is cut into pieces (`f5lite.serve.speech`); each piece is submitted here on its own (a `Task`), the
+next only when the one before has come back, so a request holds at most one place in the queue and a long text does not keep
 short ones waiting: requests take turns, piece by piece.
 
 One thread runs the model. It takes the oldest piece, then waits up to `max_wait` seconds for more pieces with the
 same sampler settings, in arrival order, while the batch stays within `max_batch_frames` (the sum of the pieces'
 frames, reference included: what the backbone's attention and the vocoder hold) and `max_batch` pieces; then one
-`sample` call generates them all (each with its own reference, text and duration; `lens` keeps the references
-apart), and each piece's frames are vocoded on their own. A piece whose request was cancelled (the client went away,
-or ran out of time) is dropped before it is run; a piece taken into a batch is marked running (its future can no
+`Synthesizer.generate` call makes them all (one sampler call, each piece with its own reference, text and length;
+each piece vocoded on its own): the engine decides only what runs together, and when. A piece whose request was
+cancelled (the client went away, or ran out of time) is dropped before it is run; a piece taken into a batch is marked running (its future can no
 longer be cancelled, so its result always has a place to go). A failure in a batch fails its pieces, not the thread.
-Every piece's frames are bounded before it is submitted (`f5lite.serve.speech.plan`), so no batch, even of one
+Every piece's frames are bounded before it is submitted (`f5lite.serve.speech.plan_request`), so no batch, even of one
 piece, holds the model longer than one window of speech takes.
 """
 
@@ -25,33 +25,27 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-import torch
 from torch import Tensor
 
-from f5lite.audio import restore_rms
+from f5lite.infer.plan import Piece
 from f5lite.infer.synthesizer import Synthesizer
-from f5lite.sampling import SamplerOptions, effective_durations, sample
-from f5lite.serve.voices import Voice
+from f5lite.sampling import SamplerOptions
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
-class Piece:
-    """One piece of one request's text, to be spoken.
+class Task:
+    """One piece of one request, queued.
 
     Attributes:
-        voice: the reference.
-        text: the words of this piece.
-        frames: mel frames to generate, the reference's included.
+        piece: what to make (its voice, words and frames).
         options: the sampler settings (pieces batch together only with equal settings).
         cancelled: set when the request is abandoned.
         result: the piece's waveform `[samples]` (24 kHz, the voice's loudness), once made.
     """
 
-    voice: Voice
-    text: str
-    frames: int
+    piece: Piece
     options: SamplerOptions
     cancelled: threading.Event
     result: Future[Tensor] = field(default_factory=Future)
@@ -65,6 +59,8 @@ class Engine:
         max_batch: most pieces per sampler call.
         max_batch_frames: most mel frames (summed over the pieces) per sampler call.
         max_wait: seconds the first piece of a batch waits for others.
+        seed: noise seed of every batch (F5-TTS seeds each sample alike, so a piece sounds the same in any batch);
+            None draws.
     """
 
     def __init__(
@@ -73,30 +69,27 @@ class Engine:
         max_batch: int,
         max_batch_frames: int,
         max_wait: float,
+        seed: int | None = None,
     ) -> None:
         self.synthesizer = synthesizer
         self._max_batch = max_batch
         self._max_frames = max_batch_frames
         self._max_wait = max_wait
+        self._seed = seed
         self.on_batch: Callable[[int], None] = lambda size: None
         """Called with the size of every batch run (the server's metrics set it)."""
-        self._pending: deque[Piece] = deque()
+        self._pending: deque[Task] = deque()
         self._ready = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="f5lite-serve-engine", daemon=True)
         self._thread.start()
 
-    @property
-    def device(self) -> torch.device:
-        """Where the model is."""
-        return next(self.synthesizer.backbone.parameters()).device
-
-    def submit(self, piece: Piece) -> Future[Tensor]:
+    def submit(self, task: Task) -> Future[Tensor]:
         """Queue a piece; its `result` completes with the waveform (or the error, or `CancelledError`)."""
         with self._ready:
-            self._pending.append(piece)
+            self._pending.append(task)
             self._ready.notify()
-        return piece.result
+        return task.result
 
     def pending(self) -> int:
         """Pieces waiting."""
@@ -109,8 +102,8 @@ class Engine:
             self._stopping = True
             self._ready.notify()
         self._thread.join()
-        for piece in self._pending:
-            piece.result.cancel()
+        for task in self._pending:
+            task.result.cancel()
 
     def _loop(self) -> None:
         while True:
@@ -121,13 +114,13 @@ class Engine:
                 waves = self._run(batch)
             except Exception as err:  # noqa: BLE001 - a failed batch fails its requests; the server goes on
                 logger.exception("a batch of %d piece(s) failed", len(batch))
-                for piece in batch:
-                    piece.result.set_exception(err)
+                for task in batch:
+                    task.result.set_exception(err)
                 continue
-            for piece, wave in zip(batch, waves, strict=True):
-                piece.result.set_result(wave)
+            for task, wave in zip(batch, waves, strict=True):
+                task.result.set_result(wave)
 
-    def _next_batch(self) -> list[Piece] | None:
+    def _next_batch(self) -> list[Task] | None:
         """The oldest live piece and those that join it within `max_wait` (see the module docstring)."""
         with self._ready:
             first = None
@@ -137,17 +130,17 @@ class Engine:
                 if self._stopping:
                     return None
                 first = self._live(self._pending.popleft())
-            batch, frames = [first], first.frames
+            batch, frames = [first], first.piece.frames
             deadline = time.monotonic() + self._max_wait
             while len(batch) < self._max_batch:
-                for piece in list(self._pending):
+                for task in list(self._pending):
                     if len(batch) == self._max_batch:
                         break
-                    if piece.options == first.options and frames + piece.frames <= self._max_frames:
-                        self._pending.remove(piece)
-                        if self._live(piece) is not None:
-                            batch.append(piece)
-                            frames += piece.frames
+                    if task.options == first.options and frames + task.piece.frames <= self._max_frames:
+                        self._pending.remove(task)
+                        if self._live(task) is not None:
+                            batch.append(task)
+                            frames += task.piece.frames
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._stopping:
                     break
@@ -155,29 +148,15 @@ class Engine:
             return batch
 
     @staticmethod
-    def _live(piece: Piece) -> Piece | None:
-        """The piece, claimed for a batch; None (its result cancelled) when its request was abandoned."""
-        if piece.cancelled.is_set():
-            piece.result.cancel()
+    def _live(task: Task) -> Task | None:
+        """The task, claimed for a batch; None (its result cancelled) when its request was abandoned."""
+        if task.cancelled.is_set():
+            task.result.cancel()
         # False when the waiting side cancelled its future already (a request given up while queued).
-        return piece if piece.result.set_running_or_notify_cancel() else None
+        return task if task.result.set_running_or_notify_cancel() else None
 
-    def _run(self, batch: list[Piece]) -> list[Tensor]:
-        """One sampler call for the batch, then each piece vocoded on its own."""
-        synth, device = self.synthesizer, self.device
-        refs = [piece.voice.mel for piece in batch]
-        lens = torch.tensor([ref.shape[0] for ref in refs], device=device)
-        cond = torch.zeros(len(batch), int(lens.max()), refs[0].shape[1], device=device)
-        for i, ref in enumerate(refs):
-            cond[i, : ref.shape[0]] = ref.to(device)
-        ids = synth.encoder.encode([piece.voice.text + piece.text for piece in batch]).ids.to(device)
-        durations = torch.tensor([piece.frames for piece in batch], device=device)
-        mel = sample(synth.backbone, cond, ids, durations, batch[0].options, lens=lens)
+    def _run(self, batch: list[Task]) -> list[Tensor]:
+        """One `Synthesizer.generate` call for the batch."""
+        waves = self.synthesizer.generate([task.piece for task in batch], batch[0].options, seed=self._seed)
         self.on_batch(len(batch))
-        ends = effective_durations(durations, ids, lens)
-        waves = []
-        for i, piece in enumerate(batch):
-            generated = mel[i : i + 1, int(lens[i]) : int(ends[i])]
-            wave = synth.vocoder.decode(generated)[0].float().cpu()
-            waves.append(restore_rms(wave, piece.voice.rms))
         return waves

@@ -27,6 +27,13 @@ class ServeSettings:
     """The served model's name (`GET /v1/models`; requests may also name it by one of `MODEL_ALIASES`)."""
     options: SamplerOptions = field(default_factory=SamplerOptions)
     """Sampler settings of every request (a request's `speed` replaces `options.speed`)."""
+    seed: int | None = None
+    """Noise seed of every request (`sample.seed`): the same text in the same voice then sounds the same each time;
+    None: each request draws its own."""
+    vocoder: str = "vocos"
+    """The vocoder the model is loaded with (`sample.vocoder`)."""
+    vocoder_source: str | None = None
+    """Vocos weights (`sample.vocoder_source`); None: the default."""
     api_key: str | None = None
     """Bearer key every `/v1` request must carry; None: no key."""
     voice_upload: bool = False

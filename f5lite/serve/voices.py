@@ -3,13 +3,14 @@
 A voice is `NAME.wav` (or any audio suffix libsndfile reads) beside `NAME.txt`, its transcript. A clip without a
 transcript is transcribed at start-up by the offline recogniser (PocketSphinx, English) and the text is written to
 `NAME.txt`, so it is done once and can be corrected by editing that file. Each voice is loaded once: its 24 kHz
-waveform, its loudness-normalised log-mel and its prepared transcript are kept in memory. A clip is read within
+waveform, its loudness-normalised log-mel and its prepared transcript are kept in memory (a `Voice` is an
+`f5lite.infer.reference.Reference` with a name). A clip is read within
 its limits (`f5lite.audio.io`: the header first) and must be `MIN_SECONDS` to `max_seconds` long; a transcript
 with more characters per second than anyone says (`f5lite.infer.chunking.check_ref_text`) is refused, since the
 model would make every piece of speech at least as many frames as its tokens.
 
-Names are what a client sends as `voice`: letters, digits, `_`, `-` and `.` (not first), at most 64 characters, so
-that no name can reach outside the folder. With uploads enabled (`--voice-upload`), `add` writes a new voice into
+Names are what a client sends as `voice`, under f5lite's name rule (`f5lite.infer.names`: letters, digits, `_`, `-`
+and `.`, not first, at most 64 characters), so that no name can reach outside the folder. With uploads enabled (`--voice-upload`), `add` writes a new voice into
 `DIR/uploaded/` and `remove` deletes one of those: the voices an operator put in `DIR` itself are never deleted over
 HTTP. Both are atomic, a name that exists is not replaced by `add`, and the slow part of an upload (decoding,
 transcribing, the mel) runs outside the store's lock, so requests that look voices up do not wait for it.
@@ -24,7 +25,6 @@ folder loads, before the port opens, the recogniser runs in the server's process
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -39,15 +39,12 @@ import torch
 from torch import Tensor
 
 from f5lite.atomic import atomic_path, write_text_atomic
-from f5lite.audio import SAMPLE_RATE, log_mel, normalize_rms
+from f5lite.audio import SAMPLE_RATE
 from f5lite.audio.io import AUDIO_EXTENSIONS, decode_audio, load_audio
-from f5lite.infer.chunking import check_ref_text, prepare_ref_text
+from f5lite.infer.names import check_name
+from f5lite.infer.reference import MIN_SECONDS, Reference, make_reference
 from f5lite.metrics.asr import load_recognizer
 
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-"""What a voice name may be."""
-MIN_SECONDS = 1.0
-"""The shortest reference clip accepted."""
 UPLOADED = "uploaded"
 """The subfolder of the voices folder that holds the voices added over HTTP (the only ones HTTP can delete)."""
 
@@ -61,41 +58,10 @@ class NotDeletableError(PermissionError):
 
 
 @dataclass(frozen=True)
-class Voice:
-    """A loaded reference.
-
-    Attributes:
-        name: what clients call it.
-        text: its transcript, prepared as the model reads it (ends like a sentence).
-        wave: `[samples]` 24 kHz mono, loudness-normalised.
-        rms: its loudness before normalisation (the output is brought back to it).
-        mel: `[frames, n_mels]` log-mel of `wave`, in the model's mel convention.
-    """
+class Voice(Reference):
+    """A loaded reference and the name clients call it by (`Reference`'s attributes, then `name`)."""
 
     name: str
-    text: str
-    wave: Tensor
-    rms: float
-    mel: Tensor
-
-    @property
-    def seconds(self) -> float:
-        """The clip's length."""
-        return self.wave.shape[0] / SAMPLE_RATE
-
-
-def check_name(name: str) -> str:
-    """`name` if it is a valid voice name (see the module docstring).
-
-    Raises:
-        ValueError: naming the rule.
-    """
-    if not NAME.fullmatch(name):
-        raise ValueError(
-            f"voice name {name!r} is not valid: use 1 to 64 letters, digits, '_', '-' or '.', starting with a "
-            "letter or digit"
-        )
-    return name
 
 
 class Recogniser:
@@ -301,9 +267,7 @@ class VoiceStore:
         """A checked voice from its clip and transcript."""
         self._check_length(name, wave)
         try:
-            check_ref_text(text, wave.shape[0] / SAMPLE_RATE)
+            reference = make_reference(wave, text, self._mel_type)
         except ValueError as err:
             raise ValueError(f"voice {name!r}: {err}") from None
-        normalised, rms = normalize_rms(wave)
-        mel = log_mel(normalised[None], kind=self._mel_type)[0]
-        return Voice(name, prepare_ref_text(text), normalised, float(rms), mel)
+        return Voice(reference.text, reference.wave, reference.rms, reference.mel, name)

@@ -95,6 +95,9 @@ class RunLock:
             except FileExistsError:
                 self._check_holder(me)
                 continue
+            # Not an atomic write (`f5lite.atomic`): the lock is taken by creating the file with O_EXCL; a rename over
+            # the name would succeed for two launches at once. A holder's file read half-written is "unreadable" to
+            # `_check_holder`, which refuses until it is old enough to be stale.
             with os.fdopen(fd, "w", encoding="utf-8") as file:
                 json.dump({**me, "since": time.time()}, file)
                 file.flush()

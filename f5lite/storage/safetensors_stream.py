@@ -5,6 +5,10 @@ naming each tensor's dtype, shape and byte range (padded with spaces to a multip
 bytes back to back. `safetensors.torch.save_file` builds the file itself and offers no hook to hash what it writes;
 hashing afterwards means reading gigabytes again at the worst moment (a preempted job has about 30 s), so the
 tensors' bytes are written here, in chunks, through the hash.
+
+The files are written in place, each flushed to disk as it is closed: they go into a checkpoint's staging folder,
+which `f5lite.storage.store` commits as a whole (`f5lite.atomic.rename_durably`); they are not atomic writes of
+their own.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
+from f5lite.atomic import rename_durably, write_text_atomic
 from f5lite.storage.safetensors_stream import write_bytes_synced, write_safetensors
 
 log = logging.getLogger(__name__)
@@ -76,19 +77,6 @@ class Checkpoint:
     meta: dict[str, Any]
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -105,14 +93,6 @@ def _step_of(path: Path) -> int | None:
         return int(name[len(_PREFIX) :])
     except ValueError:
         return None
-
-
-def _write_atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + _TMP)
-    tmp.write_text(text)
-    _fsync_file(tmp)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 class CheckpointStore:
@@ -258,14 +238,16 @@ class CheckpointStore:
         size, digest = write_bytes_synced(tmp / _META, meta_text.encode("utf-8"))
         manifest[_META] = {"bytes": size, "sha256": digest}
         write_bytes_synced(tmp / _MANIFEST, json.dumps({"step": step, "files": manifest}, indent=1).encode("utf-8"))
-        _fsync_dir(tmp)
+        # Not `atomic_directory`: the staging directory is `step-N.tmp`, a name `tidy` and `_step_of` know (what a
+        # kill leaves is removed at the next start, never taken for a checkpoint), and an existing copy of the step
+        # goes to the trash rather than aside. Its files were synced as they were hashed (`safetensors_stream`), so
+        # syncing them again in `rename_durably` costs next to nothing.
         if final.exists():  # an earlier copy of the same step (a damaged one, or from before a restart)
             trash = final.with_name(final.name + ".replaced" + _TMP)
-            os.replace(final, trash)
+            os.replace(final, trash)  # a rename to delete, not a write: `tidy` removes what a kill leaves
             shutil.rmtree(trash, ignore_errors=True)
-        os.replace(tmp, final)
-        _fsync_dir(self.root)
-        _write_atomic_text(self.root / _LATEST, final.name + "\n")
+        rename_durably(tmp, final)
+        write_text_atomic(self.root / _LATEST, final.name + "\n")
         self._rotate(keep=final)
 
     def _rotate(self, keep: Path) -> None:

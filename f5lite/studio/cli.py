@@ -1,4 +1,8 @@
-"""`f5lite-studio [--root DIR] [--host 127.0.0.1] [--port N] [--auth USER:PASSWORD]` and `python -m f5lite.studio`.
+"""`f5lite-studio [--root DIR] [--host 127.0.0.1] [--port N] [--auth USER:PASSWORD] [sample.KEY=VALUE ...]`.
+
+Also `python -m f5lite.studio`. The sampler's settings (where Speak's controls start) and the vocoder (of Speak,
+training samples and evaluations) are spelled as in `f5lite-infer`: `sample.steps=16 sample.vocoder=griffin_lim`
+(`f5lite.config.sample_args`).
 
 The page is served on 127.0.0.1 unless `--host` says otherwise, behind a username and password when `--auth` (or
 the `F5LITE_STUDIO_AUTH` environment variable, `user:password`) gives them, and never through a public share link
@@ -22,9 +26,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from f5lite.config.sample_args import compose_sample_args, sample_keys_help
+from f5lite.credentials import STUDIO_AUTH_ENV
+
 EXIT_USAGE = 2
-AUTH_ENV = "F5LITE_STUDIO_AUTH"
-"""The environment variable with `user:password` when `--auth` is not given."""
 CACHE = ".studio-cache"
 """Gradio's upload and cache folder, inside the workspace."""
 MAX_UPLOAD_MB = 1024
@@ -33,7 +38,10 @@ MAX_UPLOAD_MB = 1024
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="f5lite-studio", description="The f5lite web app: speak, prepare data, train, evaluate and export."
+        prog="f5lite-studio",
+        description="The f5lite web app: speak, prepare data, train, evaluate and export.",
+        epilog=sample_keys_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
     add(
@@ -41,15 +49,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     add("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     add("--port", type=int, default=7860, help="port (default: 7860)")
-    add("--auth", default=None, help=f"USER:PASSWORD to log in with (default: ${AUTH_ENV}, else none)")
+    add("--auth", default=None, help=f"USER:PASSWORD to log in with (default: ${STUDIO_AUTH_ENV}, else none)")
     add("--share", action="store_true", help="also open a public Gradio share link (off unless asked)")
     add(
         "--max-upload-mb", type=int, default=MAX_UPLOAD_MB,
         help=f"largest file an upload may hold, in MiB (default: {MAX_UPLOAD_MB})",
     )  # fmt: skip
-    add("--vocoder", default="vocos", choices=["vocos", "griffin_lim"], help="vocoder for speech (default: vocos)")
-    add("--vocoder-source", default=None, help="Vocos weights: a local directory or a hub id")
     add("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    add("sample", nargs="*", metavar="sample.KEY=VALUE",
+        help="Speak's sampler settings and the vocoder of Speak, training samples and evaluations (see below)")  # fmt: skip
     return parser
 
 
@@ -83,8 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 after Ctrl-C, 2 for bad input.
     """
-    args = _parser().parse_args(argv)
-    auth_text = args.auth if args.auth is not None else os.environ.get(AUTH_ENV)
+    args = _parser().parse_intermixed_args(argv)
+    try:
+        sample = compose_sample_args(args.sample, "f5lite-studio")
+    except ValueError as err:
+        sys.stderr.write(f"f5lite-studio: {err}\n")
+        return EXIT_USAGE
+    auth_text = args.auth if args.auth is not None else os.environ.get(STUDIO_AUTH_ENV)
     auth = None
     if auth_text:
         user, sep, password = auth_text.partition(":")
@@ -114,10 +127,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     _ffmpeg_on_path(root)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from f5lite.studio.app import StudioSettings, build
-    from f5lite.studio.project import Workspace
+    from f5lite.studio.app import build
+    from f5lite.studio.project import StudioRoot
+    from f5lite.studio.settings import StudioSettings
 
-    page = build(Workspace(root), StudioSettings(args.vocoder, args.vocoder_source, args.device))
+    page = build(
+        StudioRoot(root),
+        StudioSettings(
+            sample.vocoder,
+            sample.vocoder_source if sample.vocoder == "vocos" else None,
+            args.device,
+            sample.sampler_options(),
+            sample.seed,
+        ),
+    )
     sys.stdout.write(f"f5lite-studio: workspace {root}\n")
     sys.stdout.flush()
     page.queue(default_concurrency_limit=4).launch(

@@ -13,7 +13,7 @@ folders share, as a project's trainings share its `runs/`) before anything is wr
 wrapper, which holds it until the job ends, so two starts at once (two clicks, a second studio) cannot both start,
 and `job.json` is never replaced while its job runs; a job reads `running` for as long as its wrapper does. Jobs run
 in their own session, so `stop` signals the command and nothing else, and a Ctrl-C of the studio does not reach
-them. Their environment is the studio's less its secrets (`SECRET_ENV`).
+them. Their environment is the studio's less its secrets (`f5lite.credentials.CREDENTIAL_ENV`).
 """
 
 from __future__ import annotations
@@ -28,16 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from f5lite.atomic import write_json_atomic
-from f5lite.serve.cli import API_KEY_ENV
+from f5lite.credentials import CREDENTIAL_ENV
 from f5lite.storage.lock import FolderLock, FolderLockError, process_start
 from f5lite.storage.lock import alive as process_alive
 from f5lite.studio.child import STATUS_FILE
-from f5lite.studio.cli import AUTH_ENV
 
 JOB_FILE = "job.json"
 LOG_FILE = "output.log"
-SECRET_ENV = (AUTH_ENV, API_KEY_ENV)
-"""Environment variables a job does not inherit: the studio's login, `f5lite-serve`'s API key."""
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
 """Wrappers this studio process started, polled so that an ended one is reaped (a zombie still has a pid)."""
@@ -103,8 +100,8 @@ def state(folder: Path) -> JobState:
 
 
 def child_environment() -> dict[str, str]:
-    """The environment of a job: the studio's, less its secrets (`SECRET_ENV`), with unbuffered Python output."""
-    return {**{k: v for k, v in os.environ.items() if k not in SECRET_ENV}, "PYTHONUNBUFFERED": "1"}
+    """The environment of a job: the studio's, less its secrets (`f5lite.credentials.CREDENTIAL_ENV`), with unbuffered Python output."""
+    return {**{k: v for k, v in os.environ.items() if k not in CREDENTIAL_ENV}, "PYTHONUNBUFFERED": "1"}
 
 
 class Claim:

@@ -1,18 +1,19 @@
 """The names a user types (project, voice, run, export, evaluation): checked so that no path can leave its folder.
 
-A name is one path component of letters, digits, `_`, `-` and `.` (not first), at most 64 characters: the rule
-`f5lite-serve` applies to voice names, so a studio voice folder is a server voice folder. `..`, `/`, a leading dot
-(hidden files, `.`), an empty name and anything else are refused with one line naming the rule.
+A name follows f5lite's name rule (`f5lite.infer.names`, the one `f5lite-serve` applies to voice names, so a studio
+voice folder is a server voice folder): one path component of letters, digits, `_`, `-` and `.` (not first), at
+most 64 characters. `..`, `/`, a leading dot (hidden files, `.`), an empty name and anything else are refused with
+one line naming the rule. What the user typed is stripped first.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from f5lite.serve.voices import NAME
+from f5lite.infer import names
 
 
-def check_name(name: str, what: str) -> str:
+def typed_name(name: str, what: str) -> str:
     """`name`, stripped, if it is a valid name.
 
     Args:
@@ -25,13 +26,7 @@ def check_name(name: str, what: str) -> str:
     Raises:
         ValueError: one line naming the rule.
     """
-    name = (name or "").strip()
-    if not NAME.fullmatch(name):
-        raise ValueError(
-            f"{what} name {name!r} is not valid: use 1 to 64 letters, digits, '_', '-' or '.', starting with a "
-            "letter or digit"
-        )
-    return name
+    return names.check_name((name or "").strip(), what)
 
 
 def inside(folder: Path, relative: str, what: str) -> Path:

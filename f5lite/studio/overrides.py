@@ -33,8 +33,8 @@ FIELDS = {
     "finetune.lora.rank": "the LoRA rank field",
     "init.weights": "the Base model field",
     "init.vocab": "the vocab.txt field",
-    "sample.vocoder": "the studio's --vocoder",
-    "sample.vocoder_source": "the studio's --vocoder-source",
+    "sample.vocoder": "the studio's sample.vocoder",
+    "sample.vocoder_source": "the studio's sample.vocoder_source",
 }
 """The keys the plan sets from a field of the page (or an option of the studio), and that field."""
 

@@ -12,7 +12,7 @@
     ROOT/PROJECT/downloads/     zips made for download
     ROOT/PROJECT/dataset-source.txt  a dataset prepared elsewhere, when one is linked instead of dataset/
 
-Every name comes through `f5lite.studio.names.check_name`, so every path the studio builds stays under ROOT.
+Every name comes through `f5lite.studio.names.typed_name`, so every path the studio builds stays under ROOT.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from f5lite.storage.pretrained import CONFIG_FILE as EXPORT_CONFIG
 from f5lite.storage.rundir import EXPORT, is_run_dir
-from f5lite.studio.names import check_name
+from f5lite.studio.names import typed_name
 
 DATASET_FILE = "cuts.jsonl.gz"
 """What makes a folder a prepared dataset (f5lite-prepare writes it)."""
@@ -68,7 +68,7 @@ class Project:
         Raises:
             ValueError: a name that is not valid.
         """
-        return self.folder / kind / check_name(name, kind.rstrip("s"))
+        return self.folder / kind / typed_name(name, kind.rstrip("s"))
 
     def dataset(self) -> Path | None:
         """The prepared dataset to train on: PROJECT/dataset, else the linked one; None if there is none."""
@@ -109,7 +109,7 @@ class Project:
         return sorted(p.stem for p in self.voices.glob("*.wav") if p.with_suffix(".txt").is_file())
 
 
-class Workspace:
+class StudioRoot:
     """The studio's root folder and its projects.
 
     Args:
@@ -134,7 +134,7 @@ class Workspace:
         Raises:
             ValueError: a name that is not valid, or no such project (and `create` not set).
         """
-        name = check_name(name, "project")
+        name = typed_name(name, "project")
         folder = self.root / name
         if create:
             folder.mkdir(exist_ok=True)

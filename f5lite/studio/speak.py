@@ -2,11 +2,11 @@
 
 A script may switch voices with `{Name}` markers (F5-TTS's multi-style syntax): text before the first marker is
 spoken by the reference given on the page, and `{Name}` switches to the project's saved voice `Name`
-(`voices/Name.wav` + `Name.txt`). Each stretch of one voice is cut into pieces as `f5lite-serve` cuts a streamed
-request (`f5lite.serve.speech.split_text`: the first piece of the script short, so the first audio comes after one
-short sampler call), every piece is synthesized on its own, and the pieces join with F5-TTS's 0.15 s cross-fade;
-each piece is handed out as soon as it is made, less the tail that fades into the next. With a fixed length in
-seconds the script is one voice and one call, the length spread over its chunks by `Synthesizer`.
+(`voices/Name.wav` + `Name.txt`). Each stretch of one voice is planned as `f5lite-serve` plans a streamed request
+(`Synthesizer.plan`: the first piece of the script short, so the first audio comes after one short sampler call),
+and the pieces of all the stretches are made and joined by `Synthesizer.stream` (F5-TTS's 0.15 s cross-fade, each
+piece handed out as soon as it is made, less the tail that fades into the next). With a fixed length in seconds the
+script is one voice, the length spread over its pieces by `Synthesizer.plan`.
 
 A reference without a transcript is transcribed by the offline recogniser (PocketSphinx, English). What was said
 is kept as `speech/<date>-<time>.wav` with its spectrogram `.png` (`save_speech`), a name taken by another call in
@@ -30,14 +30,14 @@ from f5lite.atomic import write_text_atomic
 from f5lite.audio import SAMPLE_RATE, load_audio, log_mel
 from f5lite.audio.images import mel_image
 from f5lite.eval.png import grey_png
-from f5lite.infer.chunking import check_ref_text, max_chunk_bytes, prepare_ref_text
+from f5lite.infer.chunking import FIRST_BYTES, check_ref_text
+from f5lite.infer.plan import Piece
+from f5lite.infer.reference import MIN_SECONDS
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.metrics.asr import load_recognizer
 from f5lite.sampling import SamplerOptions
-from f5lite.serve.speech import FIRST_BYTES, StreamJoin, split_text
-from f5lite.serve.voices import MIN_SECONDS
 from f5lite.studio.limits import SCRIPT_CHARS
-from f5lite.studio.names import check_name
+from f5lite.studio.names import typed_name
 from f5lite.studio.project import Project
 
 MAX_REF_SECONDS = 15.0
@@ -46,8 +46,8 @@ _MARKER = re.compile(r"\{([^{}]*)\}")
 
 
 @dataclass(frozen=True)
-class Reference:
-    """A voice to speak with.
+class Clip:
+    """A voice to speak with, as the page gives it (`Synthesizer.reference` prepares it for the model).
 
     Attributes:
         wave: `[samples]` 24 kHz mono.
@@ -58,7 +58,7 @@ class Reference:
     text: str
 
 
-def load_reference(audio: str | Path | None, text: str | None) -> Reference:
+def load_reference(audio: str | Path | None, text: str | None) -> Clip:
     """Read a reference clip; transcribe it when `text` is empty.
 
     Raises:
@@ -75,7 +75,7 @@ def load_reference(audio: str | Path | None, text: str | None) -> Reference:
         )
     text = (text or "").strip() or transcribe(wave)
     check_ref_text(text, seconds)
-    return Reference(wave, text)
+    return Clip(wave, text)
 
 
 def transcribe(wave: Tensor) -> str:
@@ -90,13 +90,13 @@ def transcribe(wave: Tensor) -> str:
     return heard
 
 
-def save_voice(project: Project, name: str, reference: Reference) -> Path:
+def save_voice(project: Project, name: str, reference: Clip) -> Path:
     """Keep a reference as the project's voice `name` (`voices/name.wav` + `name.txt`), replacing one of that name.
 
     Raises:
         ValueError: a name that is not valid.
     """
-    name = check_name(name, "voice")
+    name = typed_name(name, "voice")
     project.voices.mkdir(parents=True, exist_ok=True)
     path = project.voices / f"{name}.wav"
     temporary = project.voices / f".{name}.tmp.wav"
@@ -146,7 +146,7 @@ def parse_script(script: str) -> list[tuple[str | None, str]]:
     voice: str | None = None
     for i, part in enumerate(parts):
         if i % 2:
-            voice = check_name(part, "voice")
+            voice = typed_name(part, "voice")
         elif part.strip():
             stretches.append((voice, " ".join(part.split())))
     if not stretches:
@@ -154,18 +154,18 @@ def parse_script(script: str) -> list[tuple[str | None, str]]:
     return stretches
 
 
-def project_voice(project: Project, name: str) -> Reference:
+def project_voice(project: Project, name: str) -> Clip:
     """A saved voice of the project.
 
     Raises:
         ValueError: no such voice (naming the ones there are).
     """
-    path = project.voices / f"{check_name(name, 'voice')}.wav"
+    path = project.voices / f"{typed_name(name, 'voice')}.wav"
     if not path.is_file() or not path.with_suffix(".txt").is_file():
         known = ", ".join(project.voice_names()) or "none yet"
         raise ValueError(f"there is no voice {name!r} in project {project.name!r} (saved voices: {known})")
     wave = load_audio(path, max_seconds=MAX_REF_SECONDS)
-    return Reference(wave, path.with_suffix(".txt").read_text(encoding="utf-8").strip())
+    return Clip(wave, path.with_suffix(".txt").read_text(encoding="utf-8").strip())
 
 
 class Models:
@@ -198,7 +198,7 @@ class Models:
 
 def speak(
     synthesizer: Synthesizer,
-    stretches: list[tuple[Reference, str]],
+    stretches: list[tuple[Clip, str]],
     options: SamplerOptions,
     seed: int | None,
     seconds: float | None = None,
@@ -216,20 +216,13 @@ def speak(
         24 kHz waveform pieces `[samples]` to be played one after the other.
 
     Raises:
-        ValueError: `seconds` with several voices, or what `Synthesizer.synthesize` refuses.
+        ValueError: `seconds` with several voices, or what `Synthesizer.reference` and `Synthesizer.plan` refuse.
     """
-    if seconds is not None:
-        if len(stretches) != 1:
-            raise ValueError("a fixed length in seconds needs one voice: remove the {Name} markers or the seconds")
-        reference, text = stretches[0]
-        yield synthesizer.synthesize(text, reference.wave, reference.text, options, seed=seed, seconds=seconds)[0]
-        return
-    join = StreamJoin()
-    pieces: list[tuple[Reference, str]] = []
-    for reference, text in stretches:
-        budget = max_chunk_bytes(prepare_ref_text(reference.text), reference.wave.shape[0] / SAMPLE_RATE, options.speed)
+    if seconds is not None and len(stretches) != 1:
+        raise ValueError("a fixed length in seconds needs one voice: remove the {Name} markers or the seconds")
+    pieces: list[Piece] = []
+    for clip, text in stretches:
+        reference = synthesizer.reference(clip.wave, clip.text)
         first = FIRST_BYTES if not pieces else None
-        pieces.extend((reference, piece) for piece in split_text(text, budget, first))
-    for i, (reference, piece) in enumerate(pieces):
-        wave = synthesizer.synthesize(piece, reference.wave, reference.text, options, seed=seed, cross_fade=0)[0]
-        yield join.piece(wave, last=i + 1 == len(pieces))
+        pieces.extend(synthesizer.plan(reference, text, options.speed, first_bytes=first, seconds=seconds).pieces)
+    yield from synthesizer.stream(pieces, options, seed=seed)

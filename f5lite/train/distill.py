@@ -36,9 +36,10 @@ from f5lite.config import TrainConfig
 from f5lite.models.cfm import draw_flow_randomness
 from f5lite.models.distill import StudentBackbone
 from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.sampling.backbone import Backbone
 from f5lite.sampling.distill import two_step_target
 from f5lite.sampling.schedules import time_grid
-from f5lite.storage.sources import LoadedSource, load_source
+from f5lite.storage.model_sources import LoadedSource, load_source
 from f5lite.text import Vocab
 from f5lite.text.vocab import vocab_hash
 
@@ -117,6 +118,9 @@ class Distillation(nn.Module):
         follow: the second stage: the decay with which the teacher averages the student (`follow_student`); None:
             the teacher stays frozen (the first stage).
         autocast: the dtype the teacher computes in under autocast, or None (its weights' own dtype).
+
+    Raises:
+        TypeError: a teacher that is no `Backbone`.
     """
 
     def __init__(
@@ -129,6 +133,8 @@ class Distillation(nn.Module):
         autocast: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        if not isinstance(teacher, Backbone):
+            raise TypeError(f"a distillation's teacher is a Backbone, got {type(teacher).__name__}")
         self.transformer = student
         self._teacher = (teacher.eval().requires_grad_(False),)  # a tuple: not a submodule
         self.follow = follow
@@ -145,7 +151,7 @@ class Distillation(nn.Module):
         self.guidance = (float(cfg.distill.guidance[0]), float(cfg.distill.guidance[1]))
 
     @property
-    def teacher(self) -> nn.Module:
+    def teacher(self) -> Backbone:
         """The teacher."""
         return self._teacher[0]
 

@@ -39,7 +39,7 @@ from f5lite.data.collate import Batch
 from f5lite.data.manifest import VAL_TESTSET_NAME
 from f5lite.models import build_backbone_from_config
 from f5lite.models.duration import DurationPredictor
-from f5lite.storage.sources import run_backbone
+from f5lite.storage.model_sources import run_backbone
 from f5lite.text import TextEncoder
 from f5lite.train.duration import load_duration_cases, validation_errors
 from f5lite.train.loggers import MetricLogger

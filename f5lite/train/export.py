@@ -5,9 +5,9 @@ architecture and the vocab. `--format f5lite` writes an f5lite export directory 
 `f5lite-infer` and `Synthesizer.from_pretrained` load; `--format f5tts` writes F5-TTS's released layout
 (`model_<step>.safetensors` with `ema_model.transformer.*`, `initted`, `step`, plus `vocab.txt`), which F5-TTS's own
 inference and fine-tuning load. A LoRA run with `finetune.lora.export=adapter` exports its averaged adapters alone
-(peft's files, plus the architecture and the base weights' path, so `f5lite.storage.sources` can load it). The
+(peft's files, plus the architecture and the base weights' path, so `f5lite.storage.model_sources` can load it). The
 trainer exports once, at the end of training, into `RUN_DIR/export`. The run is read through
-`f5lite.storage.sources`, like every other model source.
+`f5lite.storage.model_sources`, like every other model source.
 """
 
 from __future__ import annotations
@@ -28,9 +28,7 @@ from f5lite.models import backbone_kwargs, to_f5tts_layout
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.storage.duration_files import has_duration, save_duration
 from f5lite.storage.lora import LoraSettings, peft_config
-from f5lite.storage.pretrained import save_pretrained
-from f5lite.storage.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE, load_run_config
-from f5lite.storage.sources import (
+from f5lite.storage.model_sources import (
     ADAPTER_MODEL_KEY,
     ADAPTER_WEIGHTS,
     SourceKind,
@@ -39,6 +37,8 @@ from f5lite.storage.sources import (
     run_checkpoint,
     run_duration,
 )
+from f5lite.storage.pretrained import save_pretrained
+from f5lite.storage.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE, load_run_config
 from f5lite.storage.store import CheckpointStore
 from f5lite.text import load_vocab
 from f5lite.text.tokenizers import BYTE_NUM_EMBEDS

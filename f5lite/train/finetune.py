@@ -8,7 +8,7 @@ Fine-tuning F5-TTS's released models goes wrong in known ways, each handled here
   unchanged), and the text-embedding table grows here by as many rows, drawn at the trained rows' per-channel mean
   and standard deviation instead of N(0, 1).
 
-`init.weights` is read through `f5lite.storage.sources`, so it takes any model source: an official checkpoint, an
+`init.weights` is read through `f5lite.storage.model_sources`, so it takes any model source: an official checkpoint, an
 f5lite export, a training run or a LoRA adapter export. LoRA itself lives in `f5lite.storage.lora`.
 """
 
@@ -23,7 +23,7 @@ from torch import nn
 from f5lite.config import ModelConfig, TrainConfig
 from f5lite.models import CheckpointError, load_backbone_weights
 from f5lite.models.distill import StudentBackbone
-from f5lite.storage.sources import TEXT_TABLE, read_weights
+from f5lite.storage.model_sources import TEXT_TABLE, read_weights
 from f5lite.text import Vocab, load_vocab
 
 

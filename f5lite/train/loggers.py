@@ -22,6 +22,7 @@ from typing import Any
 import soundfile as sf
 import torch
 
+from f5lite.atomic import atomic_path
 from f5lite.audio.images import mel_image
 from f5lite.eval.png import grey_png
 
@@ -145,9 +146,8 @@ class JsonlLogger(MetricLogger):
             (f"{stem}.png", lambda tmp: tmp.write_bytes(grey_png(mel_image(mel)))),
             (f"{stem}.wav", lambda tmp: sf.write(tmp, wave, sample_rate, format="WAV", subtype="PCM_16")),
         ):
-            temporary = folder / f".{name}.{os.getpid()}.tmp"
-            write(temporary)
-            os.replace(temporary, folder / name)
+            with atomic_path(folder / name) as temporary:
+                write(temporary)
         self.backend.log_sample(mel, audio, sample_rate, step, tag)
 
     def close(self) -> None:

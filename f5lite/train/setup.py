@@ -26,7 +26,7 @@ from torch import nn
 from f5lite.config import TrainConfig
 from f5lite.models import apply_ac, apply_compile, apply_dropout, build_backbone_from_config, resolve_dropout_kernel
 from f5lite.storage.lora import LoraSettings, add_lora
-from f5lite.storage.sources import TEXT_TABLE, run_backbone
+from f5lite.storage.model_sources import TEXT_TABLE, run_backbone
 from f5lite.text import Vocab
 from f5lite.train.ema import EMA
 from f5lite.train.finetune import init_from_pretrained

@@ -40,6 +40,7 @@ from f5lite.models.cfm import CFM
 from f5lite.models.distill import StudentBackbone
 from f5lite.storage.lock import RunLock
 from f5lite.storage.lora import LoraSettings, merge_lora
+from f5lite.storage.model_sources import LoadedSource
 from f5lite.storage.rundir import (
     CHECKPOINTS,
     EXPORT,
@@ -48,7 +49,6 @@ from f5lite.storage.rundir import (
     identity_hash,
     write_run_files,
 )
-from f5lite.storage.sources import LoadedSource
 from f5lite.storage.store import (
     DURATION_OPTIMIZER,
     DURATION_TENSORS,

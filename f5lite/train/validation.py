@@ -30,9 +30,9 @@ from torch import Tensor, nn
 from f5lite.audio import N_MELS
 from f5lite.config import TrainConfig
 from f5lite.data.collate import Utterance, collate
+from f5lite.data.data_sources import open_source
 from f5lite.data.dataset import CutDataset
 from f5lite.data.manifest import VAL_DIR_NAME
-from f5lite.data.sources import open_source
 from f5lite.models.cfm import SPAN_FRACTION, flow_errors, span_mask
 from f5lite.text import TextEncoder
 

@@ -43,7 +43,14 @@ from f5lite.transcribe.report import build_report, write_reports
 from f5lite.transcribe.source import Failure, Job, SourceRecord, TranscribeSettings, Work, process_source
 from f5lite.transcribe.vad import load_vad_model
 from f5lite.transcribe.vocab import VocabCheck, check_vocab, load_base_vocab
-from f5lite.transcribe.workspace import REPORT_HTML, REPORT_JSON, VOCAB_OUT, Workspace, claim_out, open_workspace
+from f5lite.transcribe.workspace import (
+    REPORT_HTML,
+    REPORT_JSON,
+    VOCAB_OUT,
+    TranscribeWorkspace,
+    claim_out,
+    open_workspace,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -203,7 +210,7 @@ def _legible(path: str | os.PathLike[str]) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def _current_texts(workspace: Workspace) -> Iterator[tuple[str, str]]:
+def _current_texts(workspace: TranscribeWorkspace) -> Iterator[tuple[str, str]]:
     """`(clip .txt relative to OUT, its text now)` of every kept clip whose files are still there."""
     for key in sorted(workspace.done):
         record: SourceRecord = workspace.done[key]

@@ -54,7 +54,7 @@ from itertools import chain, count
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from f5lite.atomic import write_json_atomic
+from f5lite.atomic import rename_durably, write_json_atomic
 from f5lite.storage.lock import FolderLock
 from f5lite.transcribe.source import Job, SourceRecord
 
@@ -72,7 +72,7 @@ _TOOL = "f5lite-transcribe"
 
 
 @dataclass(frozen=True)
-class Workspace:
+class TranscribeWorkspace:
     """An OUT checked for this run, with the sources still to do.
 
     Attributes:
@@ -95,7 +95,7 @@ class Workspace:
         target = self.out / job.clip_dir
         if record.kept:
             target.parent.mkdir(parents=True, exist_ok=True)
-            job.staging.rename(target)
+            rename_durably(job.staging, target)  # on disk before the record says the source is finished
         else:
             shutil.rmtree(job.staging, ignore_errors=True)
         write_json_atomic(_record_path(self.out, job.key), record.to_json())
@@ -155,7 +155,7 @@ def _remove_empty(out: Path, made: Path) -> None:
             return
 
 
-def open_workspace(in_dir: Path, out: Path, sources: list[Path], settings: dict[str, Any]) -> Workspace:
+def open_workspace(in_dir: Path, out: Path, sources: list[Path], settings: dict[str, Any]) -> TranscribeWorkspace:
     """Check OUT's contents against the settings, clear what an interrupted run left half-done, and plan the jobs.
 
     Call it inside `claim_out`, which checks where OUT is. Nothing is written or removed before every check has
@@ -192,7 +192,7 @@ def open_workspace(in_dir: Path, out: Path, sources: list[Path], settings: dict[
     jobs = [
         Job(path, keys[path], dirs[keys[path]], out / STATE_DIR / "staging" / _hash(keys[path])) for path in pending
     ]
-    return Workspace(out, done, jobs)
+    return TranscribeWorkspace(out, done, jobs)
 
 
 def _check_run_file(out: Path, settings: dict[str, Any]) -> bool:

@@ -1,0 +1,89 @@
+"""scripts/bench_train.py and scripts/ablate.py on the tiny preset: the JSON record, its arithmetic, the memory
+observables of activation checkpointing, checkpoint stalls, and the ablation's result files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+TINY = ["--preset", "tiny", "--threads", "1", "--steps", "2", "--warmup", "1", "--mel-lengths", "40,56"]
+TINY += ["--text-lengths", "10,12"]
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load("bench_train")
+
+
+def record(bench: ModuleType, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
+    assert bench.main([*TINY, *extra]) == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_record_fields_and_arithmetic(bench, capsys) -> None:
+    r = record(bench, capsys, "--ckpt", "async")
+    assert r["mel_lengths"] == [40, 56] and r["text_lengths"] == [10, 12] and r["threads"] == 1
+    assert r["frames_per_s"] == pytest.approx(96 / r["step_s"])
+    assert 0 < r["forward_s"] + r["backward_s"] + r["optimizer_s"] <= r["step_s"] * 1.05
+    assert r["params"] > 0 and r["peak_memory_bytes"] > 0 and r["saved_for_backward_bytes"] > 0
+    assert r["mfu"] == pytest.approx(r["model_flops_per_step"] / r["step_s"] / r["peak_flops"])
+    assert r["ckpt"] == "async" and 0 < r["ckpt_stall_s"] <= r["ckpt_write_s"]
+
+
+def test_activation_checkpointing_saves_fewer_bytes(bench, capsys) -> None:
+    plain = record(bench, capsys, "perf.precision=no")
+    every = record(bench, capsys, "perf.precision=no", "perf.ac.mode=full", "perf.ac.every_n=1")
+    assert every["saved_for_backward_bytes"] < 0.6 * plain["saved_for_backward_bytes"]
+    assert every["model_flops_per_step"] == plain["model_flops_per_step"]  # recompute is not model FLOPs
+
+
+def test_bad_arguments(bench, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        bench.parse_args(["--mel-lengths", "40,56", "--text-lengths", "10"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--mel-lengths", "40,x"])
+    assert "not a comma-separated list of integers" in capsys.readouterr().err
+    assert bench.main([*TINY, "perf.ac.every_n=-1"]) == 2
+    assert "perf.ac.every_n" in capsys.readouterr().err
+
+
+def test_median_record_keeps_the_middle_round() -> None:
+    ablate = load("ablate")
+    runs = [{"label": "a", "step_s": s, "frames_per_s": 10 / s} for s in (3.0, 1.0, 2.0)]
+    chosen = ablate.median_record(runs)
+    assert chosen["step_s"] == 2.0 and chosen["step_s_rounds"] == [1.0, 2.0, 3.0]
+    assert ablate.median_record([{"label": "a", "error": "boom"}]) == {"label": "a", "error": "boom"}
+
+
+@pytest.mark.slow  # runs ablate.py end to end (about 30 s); `make test-slow`
+def test_ablation_writes_json_table_and_chart(tmp_path: Path, capsys) -> None:
+    ablate = load("ablate")
+    only = "baseline fp32,AC full every block,sync checkpoint,async checkpoint"
+    argv = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0", "--mel-lengths", "40,56"]
+    argv += ["--text-lengths", "10,12", "--only", only, "--out-dir", str(tmp_path), "--device", "cpu"]
+    assert ablate.main(argv) == 0
+    records = json.loads((tmp_path / "ablation_cpu.json").read_text())
+    assert [r["label"] for r in records] == only.split(",")
+    assert all("error" not in r for r in records)
+    base, ac = records[0], records[1]
+    assert base["speedup"] == 1.0 and ac["saved_bytes_ratio"] < 0.6
+    table = (tmp_path / "ablation_cpu.md").read_text()
+    assert table.count("\n| ") == 2 + len(records) and "of a synchronous save" in table
+    assert (tmp_path / "ablation_cpu.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit):
+        ablate.main(["--only", "no such configuration", "--out-dir", str(tmp_path)])
+    assert "--only must name a configuration" in capsys.readouterr().err

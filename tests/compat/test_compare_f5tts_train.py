@@ -1,0 +1,181 @@
+"""scripts/compare_f5tts_train.py without F5-TTS: options, the clear stop when F5-TTS is missing, the f5lite-only
+path end to end on a tiny model (one step, subprocesses, results files), and the summary arithmetic. With F5-TTS
+importable (`PYTHONPATH=/tmp/f5pkg`), both sides' first losses must agree (same weights, same draws)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+from support.golden import assert_golden
+
+import f5lite
+from f5lite.bench import training_flops
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compare_f5tts_train.py"
+TINY = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0"]
+TINY += ["--mel-lengths", "24,32", "--text-lengths", "6,8"]
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("compare_f5tts_train", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_options(script: ModuleType) -> None:
+    args = script.parse_args([])
+    assert (args.rounds, args.mel_lengths, args.text_lengths) == (3, [300, 340, 370, 400], [72, 80, 85, 90])
+    assert args.configs == list(script.DEFAULT_CONFIGS)
+    assert script.parse_args(["--configs", "f5lite fp32,F5-TTS bf16"]).configs == ["f5lite fp32", "F5-TTS bf16"]
+    for bad in (["--configs", "nope"], ["--mel-lengths", "1,2", "--text-lengths", "1"], ["--rounds", "0"]):
+        with pytest.raises(SystemExit):
+            script.parse_args(bad)
+
+
+def test_missing_f5tts_is_one_clear_line(
+    script: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(script, "f5tts_missing", lambda: "No module named 'f5_tts'")
+    assert script.main(["--configs", "F5-TTS fp32", "--no-write"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "F5-TTS is not importable" in err and "PYTHONPATH=/tmp/f5pkg" in err
+
+
+def test_f5lite_only_run_writes_results(script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert script.main([*TINY, "--rounds", "1", "--configs", "f5lite bf16", "--out-dir", str(tmp_path)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["label"] == "f5lite bf16" and lines[0]["round"] == 0
+    result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
+    assert result == lines[-1]
+    assert set(result["machine"]) >= {"cpu", "cores", "torch", "f5lite", "f5-tts", "date"}
+    row = result["configs"]["f5lite bf16"]
+    assert row["frames_per_s"] == pytest.approx(56 / row["step_s"], rel=1e-2) and row["peak_rss_gb"] > 0
+    assert result["ratios"] == {}  # no F5-TTS configuration, no ratio
+    assert "| f5lite bf16 |" in (tmp_path / "f5tts_train_cpu.md").read_text()
+
+
+def test_summary_ratios(script: ModuleType) -> None:
+    def rec(step: float) -> dict[str, float]:
+        return {"step_s": step, "peak_rss_bytes": 2e9}
+
+    runs = {
+        "F5-TTS fp32": [rec(2.0), rec(2.2), rec(9.0)],
+        "F5-TTS bf16": [rec(1.0)],
+        "f5lite fp32": [rec(1.1)],
+        "f5lite bf16": [rec(0.8)],
+        "f5lite bf16 + compile": [rec(0.5)],
+    }
+    summary = script.summarize(runs, frames=100)
+    assert summary["configs"]["F5-TTS fp32"]["step_s"] == 2.2  # the median round
+    assert summary["ratios"]["fp32"]["speed"] == pytest.approx(2.2 / 1.1, rel=1e-3)
+    assert summary["ratios"]["bf16"]["speed"] == pytest.approx(1.25, rel=1e-3)
+    assert summary["ratios"]["best"]["f5lite"] == "f5lite bf16 + compile"
+    assert summary["ratios"]["best"]["speed"] == pytest.approx(2.0, rel=1e-3)
+
+
+def test_gpu_rows_carry_memory_and_mfu(script: ModuleType) -> None:
+    """On a GPU: memory ratios from the GPU's peak (not the host RSS), and MFU from the analytic FLOPs and the table."""
+    args = script.parse_args(["--preset", "base", "--mel-lengths", "960,960", "--text-lengths", "200,200"])
+    assert script.step_flops_over_peak(args, None) is None
+    assert script.step_flops_over_peak(args, "Some Unknown GPU") is None
+    flops = script.step_flops_over_peak(args, "NVIDIA H100 80GB HBM3")
+    with torch.device("meta"):
+        backbone = f5lite.build_backbone("dit", **script.PRESETS["base"], text_num_embeds=script.VOCAB)
+    assert flops == pytest.approx(training_flops(backbone, [960, 960], [200, 200]) / 989.4e12, rel=1e-9)
+    assert script.step_flops_over_peak(args, "NVIDIA H200") == pytest.approx(flops)  # the same peak in the table
+
+    def rec(step: float, gpu_gb: float) -> dict[str, float]:
+        return {"step_s": step, "peak_rss_bytes": 3e9, "peak_gpu_bytes": gpu_gb * 1e9}
+
+    runs = {"F5-TTS bf16 + AC": [rec(2.0, 20.0)], "f5lite bf16 + AC": [rec(1.0, 15.0)]}
+    summary = script.summarize(runs, frames=1920, flops=0.5)
+    assert summary["configs"]["f5lite bf16 + AC"]["mfu"] == pytest.approx(0.5)
+    assert summary["configs"]["F5-TTS bf16 + AC"]["mfu"] == pytest.approx(0.25)
+    assert summary["ratios"]["bf16 + AC"] == {
+        "f5lite": "f5lite bf16 + AC",
+        "f5tts": "F5-TTS bf16 + AC",
+        "speed": 2.0,
+        "memory": 0.75,
+    }
+    assert "| f5lite bf16 + AC | 1.000 | 1920 | 50.0% | 15.00 |" in script.markdown(
+        {"machine": script.machine(), "setup": {**_setup(), "gpu": "H100"}, **summary}
+    )
+
+
+def test_activation_checkpointing_configurations_run_on_the_cpu(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The GPU benchmark's AC configurations, on the CPU path: f5lite's every-block and every-2nd-block modes."""
+    configs = "f5lite bf16 + AC,f5lite bf16 + AC every 2nd"
+    assert script.main([*TINY, "--rounds", "1", "--configs", configs, "--out-dir", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
+    assert set(result["configs"]) == set(configs.split(","))
+    assert result["setup"]["device"] == "cpu" and result["setup"]["gpu"] is None
+    assert all("mfu" not in row and "peak_gpu_gb" not in row for row in result["configs"].values())
+
+
+def _setup() -> dict[str, object]:
+    return {
+        "model": "dim 1024",
+        "params": 336e6,
+        "mel_lengths": [960, 960],
+        "text_lengths": [200, 200],
+        "frames": 1920,
+        "threads": 2,
+        "steps": 1,
+        "warmup": 0,
+        "rounds": 1,
+    }
+
+
+@pytest.mark.golden
+def test_same_first_loss_as_f5tts(script: ModuleType) -> None:
+    pytest.importorskip("f5_tts")
+    pytest.importorskip("ema_pytorch")
+    losses = {}
+    for label in ("F5-TTS fp32", "f5lite fp32"):
+        command = [sys.executable, str(SCRIPT), "--worker", label, "--no-drop", *TINY]
+        out = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ.copy()).stdout
+        losses[label] = json.loads(out.strip().splitlines()[-1])["losses"][0]
+    # Same weights, batch and draws in both processes (bit-exact on one machine, test_flow_loss), no dropout (F5-TTS
+    # draws it from Python's unseeded `random`, which made this comparison differ from run to run); what is left is
+    # the two backbones' float32 rounding and the 5 decimals the worker prints (1.4 epsilon of a loss of 30). 16
+    # epsilon (1.9e-6 relative; the test allowed 1e-4 before), as for the golden losses in test_flow_loss.
+    ours, theirs = (torch.tensor(losses[label], dtype=torch.float32) for label in ("f5lite fp32", "F5-TTS fp32"))
+    assert_golden(ours, theirs, ulps=16, what="first loss")
+
+
+def test_profile_reports_where_one_step_spends_its_time(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*TINY, "--rounds", "1", "--configs", "f5lite fp32,f5lite fp32 (torch dropout)", "--profile", "5"]
+    assert script.main([*argv, "--out-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
+    bits, plain = (result["configs"][k]["profile"] for k in ("f5lite fp32", "f5lite fp32 (torch dropout)"))
+    for rows in (bits, plain):
+        assert len(rows) == 5 and all(r["ms"] > 0 and r["calls"] > 0 for r in rows)
+        shares = [r["share"] for r in rows]
+        assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
+    md = (tmp_path / "f5tts_train_cpu.md").read_text()
+    assert "Where one step's time goes" in md
+    assert f"| `{bits[0]['op']}` | {bits[0]['share']:.1%}" in md
+
+
+def test_dropout_ablation_switches_only_the_dropout_kernel(script: ModuleType) -> None:
+    ours, ablated = script.CONFIGS["f5lite bf16"], script.CONFIGS["f5lite bf16 (torch dropout)"]
+    assert (ablated.side, ablated.precision) == (ours.side, ours.precision)
+    assert ablated.overrides == (*ours.overrides, "perf.dropout=torch")
+    assert "f5lite fp32 (torch dropout)" in script.DEFAULT_CONFIGS
