@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-golden test-slow test-gpu test-browser test-mutants demo bench bench-gpu docs lint fmt typecheck wheel-check clean
+.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants demo bench bench-gpu docs lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -28,7 +28,11 @@ install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh, ev
 # processes and sockets, so the suite takes about 0.8 of its serial time on two cores.
 TEST_WORKERS ?= 2
 test: $(STAMP) ## Run the CPU test suite (installs first when needed) on TEST_WORKERS workers
-	$(BIN)/python -m pytest -m "not slow and not gpu" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_FLAGS)
+	$(BIN)/python -m pytest -m "not slow and not gpu and not heavy" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_FLAGS)
+
+# The end-to-end runs of 20 s or more, kept out of `make test` so that it stays under 10 minutes; CI runs both.
+test-heavy: $(STAMP) ## Run the heavy end-to-end CPU tests (a training, a killed process, a studio tab, a recogniser)
+	$(BIN)/python -m pytest -m "heavy and not slow and not gpu" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_FLAGS)
 
 # F5-TTS's own code beside ours (not a dependency: installed into its own folder, without its dependencies, which
 # f5lite's environment already has), so that the cross-implementation tests run rather than skip.

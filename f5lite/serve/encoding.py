@@ -5,7 +5,7 @@ little-endian mono, no header). One `StreamEncoder` per response takes the wavef
 bytes ready so far, so a response starts with the first piece and every format is one continuous stream (not a
 concatenation of files, which would click at each junction and which FLAC and Ogg readers reject).
 
-A response's length in samples is known before its first byte (`f5lite.serve.speech.plan` sizes every piece
+A response's length in samples is known before its first byte (`f5lite.serve.speech.plan_request` sizes every piece
 before sampling), so the headers that hold a length carry the exact one even though they go out first: WAV's
 RIFF and data sizes, FLAC's total samples in STREAMINFO. Readers that trust a header (libsndfile, which takes an
 unknown FLAC length for an endless one and refuses it; browsers; PyAV) read every format. The encoder holds the

@@ -2,7 +2,7 @@
 
 Every limit is checked before the work it bounds: a body's size before it is parsed (`f5lite.serve.guard`), a
 clip's header before it is decoded (`f5lite.audio.io`), a text's pieces before one is spoken
-(`f5lite.serve.speech.plan`), a place in the queue before a request runs (`f5lite.serve.admission`).
+(`f5lite.serve.speech.plan_request`), a place in the queue before a request runs (`f5lite.serve.admission`).
 """
 
 from __future__ import annotations

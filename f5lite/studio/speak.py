@@ -26,7 +26,7 @@ from pathlib import Path
 import soundfile as sf
 from torch import Tensor
 
-from f5lite.atomic import write_text_atomic
+from f5lite.atomic import atomic_path, write_text_atomic
 from f5lite.audio import SAMPLE_RATE, load_audio, log_mel
 from f5lite.audio.images import mel_image
 from f5lite.eval.png import grey_png
@@ -99,9 +99,8 @@ def save_voice(project: Project, name: str, reference: Clip) -> Path:
     name = typed_name(name, "voice")
     project.voices.mkdir(parents=True, exist_ok=True)
     path = project.voices / f"{name}.wav"
-    temporary = project.voices / f".{name}.tmp.wav"
-    sf.write(temporary, reference.wave.numpy(), SAMPLE_RATE, subtype="PCM_16")
-    temporary.replace(path)
+    with atomic_path(path) as temporary:
+        sf.write(temporary, reference.wave.numpy(), SAMPLE_RATE, format="WAV", subtype="PCM_16")
     write_text_atomic(path.with_suffix(".txt"), reference.text + "\n")
     return path
 
@@ -122,10 +121,11 @@ def save_speech(project: Project, wave: Tensor, mel_type: str) -> tuple[Path, Pa
         except FileExistsError:
             n += 1
             continue
-        sf.write(wav, wave.numpy(), SAMPLE_RATE, subtype="PCM_16")
-        image = wav.with_suffix(".png")
-        with open(image, "xb") as file:
-            file.write(grey_png(mel_image(log_mel(wave[None], kind=mel_type)[0])))
+        with atomic_path(wav) as temporary:  # over the claimed empty file: a reader never sees half of it
+            sf.write(temporary, wave.numpy(), SAMPLE_RATE, format="WAV", subtype="PCM_16")
+        image = wav.with_suffix(".png")  # the claimed name's: no other call makes it
+        with atomic_path(image) as temporary:
+            temporary.write_bytes(grey_png(mel_image(log_mel(wave[None], kind=mel_type)[0])))
         return wav, image
 
 

@@ -176,3 +176,30 @@ def test_device_names():
     assert resolve_device("auto").type in ("cpu", "cuda")
     with pytest.raises(ValueError, match="device='tpu'"):
         resolve_device("tpu")
+
+
+def test_a_batch_of_pieces_is_each_piece_made_alone(synth, files):
+    """`generate` is the server's batched call: each piece its own reference, words and length, as if alone."""
+    quiet = synth.reference(f5lite.load_audio(files["ref"]) * 0.2, REF_TEXT)  # another loudness, same clip
+    loud = synth.reference(files["ref"], REF_TEXT)
+    short = synth.plan(loud, "DEAF CAB.").pieces[0]
+    long = synth.plan(quiet, "HG FED, ABC 12. DEAF CAB, HG FED.").pieces[0]
+    assert long.frames > short.frames
+    together = synth.generate([short, long], TWO_STEPS, seed=0)
+    alone = [synth.generate([piece], TWO_STEPS, seed=0)[0] for piece in (short, long)]
+    assert [w.shape[0] for w in together] == [w.shape[0] for w in alone] == [short.samples, long.samples]
+    # The longest piece of a batch sees no padding: the same sums in another order (fp32), at its own loudness. A
+    # shorter one's text convolutions see the batch's padding past its end (as in F5-TTS's batches): length only.
+    torch.testing.assert_close(together[1], alone[1], rtol=1e-4, atol=1e-5)
+
+
+def test_the_stream_is_the_whole_speech_and_the_plan_knows_its_length(synth, files):
+    reference = synth.reference(files["ref"], REF_TEXT)
+    text = " ".join([GEN_TEXT] * 8)
+    planned = synth.plan(reference, text, first_bytes=5)
+    assert len(planned.pieces) == 2 and len(planned.pieces[0].text.encode()) <= 5  # "DEAF", then the rest
+    pieces = list(synth.stream(planned.pieces, TWO_STEPS, seed=0))
+    assert len(pieces) == len(planned.pieces) and sum(p.shape[0] for p in pieces) == planned.samples()
+    whole, _ = synth.synthesize(text, files["ref"], REF_TEXT, TWO_STEPS, seed=0)
+    joined = synth.stream(synth.plan(reference, text).pieces, TWO_STEPS, seed=0)
+    assert torch.equal(torch.cat(list(joined)), whole)

@@ -39,6 +39,7 @@ def load(row: dict[str, str]) -> torch.Tensor:
 # --- offline backends on the demo data ----------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_pocketsphinx_wer_of_matching_texts_is_much_lower_than_of_other_sentences(
     demo_rows: list[dict[str, str]],
 ) -> None:

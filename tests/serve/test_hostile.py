@@ -42,11 +42,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subp
     with server_process(root, *args) as (url, process):
         yield url, process, root
         helpers = children(process.pid)  # the recogniser's process, once an upload without text has started it
+        # (`test_an_upload_being_transcribed_does_not_stop_other_requests` checks that it is there)
         process.kill()  # the server ends without a word to it (the out-of-memory killer, say)
     deadline = time.monotonic() + 10
     while any(Path(f"/proc/{pid}").exists() for pid in helpers) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert helpers and not any(Path(f"/proc/{pid}").exists() for pid in helpers), "left behind by the server"
+    assert not any(Path(f"/proc/{pid}").exists() for pid in helpers), "left behind by the server"
 
 
 def children(pid: int) -> list[int]:
@@ -294,6 +295,7 @@ def test_an_upload_being_transcribed_does_not_stop_other_requests(served) -> Non
     assert during, "the upload ended before it could be overlapped: give it a longer clip"
     assert max(during) < 1.0, lookups  # a few ms on an idle machine; blocked, the recogniser's seconds
     assert (root / "voices" / "uploaded" / "long_talk.txt").read_text().strip()
+    assert children(served[1].pid), "the recogniser ran in the server's own process"  # the fixture's end kills it
 
 
 def test_uploads_on_an_address_others_reach_need_a_key(tmp_path: Path) -> None:

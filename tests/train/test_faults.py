@@ -45,6 +45,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return demo_slice(tmp_path_factory.mktemp("faults") / "data", 24)
 
 
+@pytest.mark.heavy
 def test_sigterm_to_the_process_group_with_workers_saves_and_resumes_exactly(tmp_path: Path, data: Path) -> None:
     """SLURM and torchrun signal the whole group, loader workers included: the run still saves its last update,
     exits 143, a second launch meanwhile is refused, and the same command then finishes as if never stopped."""

@@ -187,6 +187,7 @@ def test_lora_with_activation_checkpointing_and_compile(
     torch._dynamo.reset()
 
 
+@pytest.mark.heavy
 def test_adapter_only_export(data_dir: Path, tmp_path: Path) -> None:
     import json
 

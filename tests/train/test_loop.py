@@ -21,6 +21,7 @@ from f5lite.config import compose_config
 from f5lite.train.schedule import lr_factor
 
 
+@pytest.mark.heavy
 def test_loss_decreases_on_demo_data(tmp_path: Path) -> None:
     record = Record()
     recording(make(tmp_path, "optim.max_updates=40", "optim.lr=2e-3"), record).fit()

@@ -62,6 +62,7 @@ def test_a_sigterm_to_one_rank_stops_both_after_the_same_update(tmp_path: Path) 
     assert f"stopped by signal 15: checkpoint of update {step} written" in err
 
 
+@pytest.mark.heavy
 def test_every_rank_resumes_from_rank_0s_choice_whatever_its_own_disk_holds(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     first = subprocess.run(

@@ -133,6 +133,7 @@ while True:
 @pytest.mark.parametrize(
     ("trials", "seed"), [pytest.param(4, 0, id="few"), pytest.param(16, 1, id="many", marks=pytest.mark.slow)]
 )
+@pytest.mark.heavy
 def test_sigkill_during_async_saves_never_leaves_a_partial_latest(tmp_path: Path, trials: int, seed: int) -> None:
     rng = random.Random(seed)
     script = tmp_path / "child.py"

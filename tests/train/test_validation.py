@@ -123,6 +123,7 @@ def test_an_unreadable_validation_utterance_is_named(tmp_path: Path, encoder: Te
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.heavy
 def test_training_reports_the_validation_loss_below_the_untrained_models(tmp_path: Path) -> None:
     trainer = make(tmp_path, "optim.max_updates=24", "eval.every=12", "eval.online=true", "optim.lr=3e-3")
     assert trainer.evaluator is not None and trainer.evaluator.validation is not None

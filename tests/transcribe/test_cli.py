@@ -167,6 +167,7 @@ def test_from_raw_recordings_to_fine_tuning_updates(raw: Path, tmp_path: Path) -
     assert os.path.isdir(tmp_path / "run")
 
 
+@pytest.mark.heavy
 def test_ctrl_c_stops_the_workers_at_once_and_says_how_to_continue(raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     run = cli(raw, out, "--workers", "2")
@@ -201,6 +202,7 @@ def children(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.heavy
 def test_a_worker_killed_for_memory_ends_the_run_in_one_line_and_the_next_run_finishes(
     raw: Path, tmp_path: Path
 ) -> None:
