@@ -30,8 +30,8 @@ TEST_WORKERS ?= 2
 test: $(STAMP) ## Run the CPU test suite (installs first when needed) on TEST_WORKERS workers
 	$(BIN)/python -m pytest -m "not slow and not gpu and not heavy" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_FLAGS)
 
-# The end-to-end runs of 20 s or more, kept out of `make test` so that it stays under 10 minutes; CI runs both.
-test-heavy: $(STAMP) ## Run the heavy end-to-end CPU tests (a training, a killed process, a studio tab, a recogniser)
+# The end-to-end runs of 15 s or more, kept out of `make test` so that it stays under 10 minutes; CI runs both.
+test-heavy: $(STAMP) ## Run the heavy end-to-end CPU tests (a training, a killed process, the studio, a recogniser)
 	$(BIN)/python -m pytest -m "heavy and not slow and not gpu" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_FLAGS)
 
 # F5-TTS's own code beside ours (not a dependency: installed into its own folder, without its dependencies, which

@@ -157,6 +157,7 @@ def test_same_first_loss_as_f5tts(script: ModuleType) -> None:
     assert_golden(ours, theirs, ulps=16, what="first loss")
 
 
+@pytest.mark.heavy
 def test_profile_reports_where_one_step_spends_its_time(
     script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -29,7 +29,11 @@ from support.transcribe_assets import build_recording
 
 from f5lite.paths import demo_dir
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the studio's job handling reads /proc")
+# A real studio process driven tab by tab: end to end, minutes in all (`make test-heavy`, which CI runs).
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="the studio's job handling reads /proc"),
+    pytest.mark.heavy,
+]
 
 REF = demo_dir() / "audio" / "us_male" / "000_us_male.ogg"
 REF_TEXT = "The kettle started to whistle just as the phone rang."
@@ -252,7 +256,6 @@ def update_of(info: str) -> int:
     return int(info.split("update ")[1].split(";")[0].split()[0])
 
 
-@pytest.mark.heavy
 def test_train_tab_fine_tunes_stops_survives_a_studio_restart_and_resumes(
     prepared: dict[str, Any], studio: Studio
 ) -> None:
@@ -298,7 +301,6 @@ def test_train_tab_fine_tunes_stops_survives_a_studio_restart_and_resumes(
     assert "not training" in client.predict(PROJECT, "ft", api_name="/stop_training")
 
 
-@pytest.mark.heavy
 def test_evaluate_and_export_tab(prepared: dict[str, Any], studio: Studio, tmp_path: Path) -> None:
     client = studio.client
     assert client is not None

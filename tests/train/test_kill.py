@@ -50,6 +50,7 @@ def kill_during_saves(run: Path, trials: int, seed: int) -> list[int]:
     return resumed_steps
 
 
+@pytest.mark.heavy
 def test_sigkill_of_training_during_async_saves_few_trials(tmp_path: Path) -> None:
     steps = kill_during_saves(tmp_path / "run", trials=3, seed=7)
     assert steps == sorted(steps) and steps[-1] > steps[0]

@@ -36,6 +36,7 @@ class Recorder(MetricLogger):
         self.tags.append((tag, step))
 
 
+@pytest.mark.heavy
 def test_prompts_are_spoken_with_the_ema_weights_and_the_run_s_sampler(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -72,6 +73,7 @@ def test_prompts_are_spoken_with_the_ema_weights_and_the_run_s_sampler(
     assert [line["update"] for line in lines] == [3, 6] and lines[1]["prompts/mcd"] == logged[6]["prompts/mcd"]
 
 
+@pytest.mark.heavy
 def test_the_best_checkpoint_by_a_prompt_metric(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(trainer_module, "make_logger", lambda *a, **kw: Recorder())
     trainer = make(tmp_path, "optim.max_updates=6", *PROMPTS, "ckpt.every=3", "ckpt.keep_best=1", "ckpt.keep_last=1",

@@ -123,6 +123,7 @@ def test_a_run_moves_from_two_ranks_to_one_and_back_within_an_epoch(tmp_path: Pa
     assert (at_5["epoch"], at_5["world_size"], at_5["rounds"], at_5["segments"]) == (0, 2, 1, [[2, 2], [1, 2]])
 
 
+@pytest.mark.heavy
 def test_rank_0_evaluates_and_both_ranks_stop_early_together(tmp_path: Path) -> None:
     """Only rank 0 evaluates (one eval.jsonl line per evaluation); its early-stop decision ends both ranks after the
     same update (a rank that went on alone would hang in the gradient all-reduce until the timeout)."""

@@ -148,6 +148,7 @@ def test_a_file_name_that_is_not_utf8_is_one_failure_and_the_others_are_transcri
     assert [p.relative_to(out).as_posix() for p in (out / CLIPS_DIR).rglob("*.wav")] == ["clips/talk/talk_00001.wav"]
 
 
+@pytest.mark.heavy
 def test_from_raw_recordings_to_fine_tuning_updates(raw: Path, tmp_path: Path) -> None:
     """Raw recordings -> f5lite-transcribe (--vocab-of the pretrained model) -> f5lite-prepare -> fine-tune recipe."""
     out = tmp_path / "clips_out"

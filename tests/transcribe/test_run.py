@@ -25,6 +25,9 @@ from f5lite.transcribe.recognise import normalise_transcript
 from f5lite.transcribe.run import TranscribeOptions, TranscribeResult, transcribe
 from f5lite.transcribe.workspace import CLIPS_DIR, STATE_DIR
 
+# Recordings transcribed end to end by the offline recogniser, shared by the module: `make test-heavy` (CI runs it).
+pytestmark = pytest.mark.heavy
+
 pytest.importorskip("silero_vad")
 pytest.importorskip("pocketsphinx")
 TOLERANCE = 0.25  # seconds: how close a clip's edge must be to its utterance's speech
