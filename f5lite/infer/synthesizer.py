@@ -186,9 +186,11 @@ class Synthesizer:
             The plan.
 
         Raises:
-            ValueError: a reference that leaves no room to speak (see `max_chunk_bytes`).
+            ValueError: blank text, or a reference that leaves no room to speak (see `max_chunk_bytes`).
         """
         texts = split_text(text, max_chunk_bytes(reference.text, reference.seconds, speed), first_bytes)
+        if not texts:
+            raise ValueError("text is empty: there is nothing to say")
         ref = reference.mel.shape[0]
         totals = [self.duration.total_frames(ref, reference.text, words, speed) for words in texts]
         if seconds is not None:
@@ -214,7 +216,12 @@ class Synthesizer:
 
         Returns:
             Each piece's waveform `[piece.samples]` (float32, CPU), at its reference's loudness.
+
+        Raises:
+            ValueError: no pieces.
         """
+        if not pieces:
+            raise ValueError("no pieces to generate")
         device = self.device
         lens = torch.tensor([piece.reference.mel.shape[0] for piece in pieces], device=device)
         mel_dim = pieces[0].reference.mel.shape[1]

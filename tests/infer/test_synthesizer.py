@@ -198,6 +198,8 @@ def test_the_stream_is_the_whole_speech_and_the_plan_knows_its_length(synth, fil
     text = " ".join([GEN_TEXT] * 8)
     planned = synth.plan(reference, text, first_bytes=5)
     assert len(planned.pieces) == 2 and len(planned.pieces[0].text.encode()) <= 5  # "DEAF", then the rest
+    with pytest.raises(ValueError, match="text is empty"):
+        synth.plan(reference, " \n ")
     pieces = list(synth.stream(planned.pieces, TWO_STEPS, seed=0))
     assert len(pieces) == len(planned.pieces) and sum(p.shape[0] for p in pieces) == planned.samples()
     whole, _ = synth.synthesize(text, files["ref"], REF_TEXT, TWO_STEPS, seed=0)
