@@ -114,7 +114,7 @@ bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation 
 BENCH_GPU_DEVICE ?= cuda
 BENCH_GPU_MEL := $(shell $(PYTHON) -c "print(','.join(['1200'] * 32))")
 BENCH_GPU_TEXT := $(shell $(PYTHON) -c "print(','.join(['200'] * 32))")
-BENCH_GPU_CONFIGS := F5-TTS bf16,f5lite bf16,f5lite bf16 + compile,F5-TTS bf16 + AC,f5lite bf16 + AC every 2nd,f5lite bf16 + AC
+BENCH_GPU_CONFIGS := F5-TTS bf16,F5-TTS bf16 + compile,f5lite bf16,f5lite bf16 + compile,F5-TTS bf16 + AC,f5lite bf16 + AC every 2nd,f5lite bf16 + AC
 bench-gpu: $(STAMP) $(F5TTS_DIR)/.installed ## On a CUDA GPU: training step, whole runs and sampling against F5-TTS (dit_base, bf16, 38,400 frames; compile, AC none / every 2nd / every block; 4-step student) into scripts/results/
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_train.py --device $(BENCH_GPU_DEVICE) --preset base \
 		--mel-lengths $(BENCH_GPU_MEL) --text-lengths $(BENCH_GPU_TEXT) --configs "$(BENCH_GPU_CONFIGS)" \

@@ -76,13 +76,16 @@ def test_summary_ratios(script: ModuleType) -> None:
         "f5lite fp32": [rec(1.1)],
         "f5lite bf16": [rec(0.8)],
         "f5lite bf16 + compile": [rec(0.5)],
+        "F5-TTS bf16 + compile": [rec(0.55)],  # F5-TTS as its users run it on a GPU: the best of its side
     }
     summary = script.summarize(runs, frames=100)
     assert summary["configs"]["F5-TTS fp32"]["step_s"] == 2.2  # the median round
     assert summary["ratios"]["fp32"]["speed"] == pytest.approx(2.2 / 1.1, rel=1e-3)
     assert summary["ratios"]["bf16"]["speed"] == pytest.approx(1.25, rel=1e-3)
-    assert summary["ratios"]["best"]["f5lite"] == "f5lite bf16 + compile"
-    assert summary["ratios"]["best"]["speed"] == pytest.approx(2.0, rel=1e-3)
+    assert summary["ratios"]["bf16 + compile"]["speed"] == pytest.approx(1.1, rel=1e-3)
+    best = summary["ratios"]["best"]
+    assert (best["f5lite"], best["f5tts"]) == ("f5lite bf16 + compile", "F5-TTS bf16 + compile")
+    assert best["speed"] == pytest.approx(1.1, rel=1e-3)
 
 
 def test_gpu_rows_carry_memory_and_mfu(script: ModuleType) -> None:
@@ -180,3 +183,18 @@ def test_dropout_ablation_switches_only_the_dropout_kernel(script: ModuleType) -
     assert (ablated.side, ablated.precision) == (ours.side, ours.precision)
     assert ablated.overrides == (*ours.overrides, "perf.dropout=torch")
     assert "f5lite fp32 (torch dropout)" in script.DEFAULT_CONFIGS
+
+
+@pytest.mark.golden
+def test_compiled_f5tts_trains_as_its_eager_self(script: ModuleType) -> None:
+    """The GPU anchor, F5-TTS's DiT with `torch.compile` as a user adds it, runs here and computes the same loss."""
+    pytest.importorskip("f5_tts")
+    pytest.importorskip("ema_pytorch")
+    losses = {}
+    for label in ("F5-TTS bf16", "F5-TTS bf16 + compile"):
+        command = [sys.executable, str(SCRIPT), "--worker", label, "--no-drop", *TINY]
+        out = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ.copy()).stdout
+        losses[label] = json.loads(out.strip().splitlines()[-1])["losses"][0]
+    # Same weights, batch and draws; bf16 autocast in both, fused differently by the compiler. The loss is a mean over
+    # every generated frame's channels, so its error is far below one bf16 epsilon (2^-8) of it: that is the bound.
+    assert losses["F5-TTS bf16 + compile"] == pytest.approx(losses["F5-TTS bf16"], rel=2**-8)
