@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,12 +78,17 @@ def test_every_tool_s_help_lists_every_sampler_key(capsys: pytest.CaptureFixture
     assert missing == {tool: [] for tool in shown}
 
 
-def test_the_server_refuses_a_bad_sampler_key_before_loading_anything() -> None:
+@pytest.mark.parametrize(
+    ("command", "prefix"),
+    [(["f5lite.serve", "no-such-model", "--port", "0"], "f5lite-serve: error:"), (["f5lite.studio"], "f5lite-studio:")],
+)
+def test_the_tools_refuse_a_bad_sampler_key_before_loading_anything(
+    command: list[str], prefix: str, tmp_path: Path
+) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "f5lite.serve", "no-such-model", "--port", "0", "sample.cfg_strength=-1"],
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", *command, "sample.cfg_strength=-1"], capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        "f5lite-serve: error: sample.cfg_strength=-1.0 is not valid; it must be >= 0"
-    ]
+    assert done.stderr.strip().splitlines() == [f"{prefix} sample.cfg_strength=-1.0 is not valid; it must be >= 0"]
+    assert list(tmp_path.iterdir()) == []  # the studio made no workspace (./studio) for a command it refused
