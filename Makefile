@@ -46,13 +46,15 @@ $(F5TTS_DIR)/.installed: $(STAMP)
 
 # Kernel sets for test-golden: "native" is the one torch picks for this CPU; a set the CPU lacks is skipped.
 GOLDEN_KERNELS ?= native default
+# One inductor cache per kernel set: torch keys the C++ it caches without ATEN_CPU_CAPABILITY, so code generated for this
+# CPU's vector ISA by an earlier run would be reused, and fail to build, under the portable kernels.
 test-golden: $(STAMP) $(F5TTS_DIR)/.installed ## Golden and cross-implementation tests beside F5-TTS, under each of GOLDEN_KERNELS (native default avx2 avx512)
 	@for kernels in $(GOLDEN_KERNELS); do \
 		if [ "$$kernels" = avx512 ] && ! grep -qw avx512f /proc/cpuinfo; then echo "skip avx512: this CPU lacks AVX-512"; continue; fi; \
 		if [ "$$kernels" = avx2 ] && ! grep -qw avx2 /proc/cpuinfo; then echo "skip avx2: this CPU lacks AVX2"; continue; fi; \
 		echo "golden tests under ATEN_CPU_CAPABILITY=$$kernels"; \
 		if [ "$$kernels" = native ]; then kernel_env="-u ATEN_CPU_CAPABILITY"; else kernel_env="ATEN_CPU_CAPABILITY=$$kernels"; fi; \
-		env $$kernel_env PYTHONPATH=$(F5TTS_DIR) \
+		env $$kernel_env PYTHONPATH=$(F5TTS_DIR) TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-$$kernels \
 			$(BIN)/python -m pytest -m "golden and not slow and not gpu" $(PYTEST_FLAGS) || exit 1; \
 	done
 

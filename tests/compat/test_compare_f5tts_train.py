@@ -24,6 +24,14 @@ TINY = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0"]
 TINY += ["--mel-lengths", "24,32", "--text-lengths", "6,8"]
 
 
+def first_loss(label: str) -> float:
+    """The first loss of one step of `label`, run as the benchmark runs it (its own process); its stderr on failure."""
+    command = [sys.executable, str(SCRIPT), "--worker", label, "--no-drop", *TINY]
+    done = subprocess.run(command, capture_output=True, text=True, env=os.environ.copy())
+    assert done.returncode == 0, f"{label} failed:\n{done.stderr[-4000:]}"
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["losses"][0])
+
+
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
     spec = importlib.util.spec_from_file_location("compare_f5tts_train", SCRIPT)
@@ -149,9 +157,7 @@ def test_same_first_loss_as_f5tts(script: ModuleType) -> None:
     pytest.importorskip("ema_pytorch")
     losses = {}
     for label in ("F5-TTS fp32", "f5lite fp32"):
-        command = [sys.executable, str(SCRIPT), "--worker", label, "--no-drop", *TINY]
-        out = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ.copy()).stdout
-        losses[label] = json.loads(out.strip().splitlines()[-1])["losses"][0]
+        losses[label] = first_loss(label)
     # Same weights, batch and draws in both processes (bit-exact on one machine, test_flow_loss), no dropout (F5-TTS
     # draws it from Python's unseeded `random`, which made this comparison differ from run to run); what is left is
     # the two backbones' float32 rounding and the 5 decimals the worker prints (1.4 epsilon of a loss of 30). 16
@@ -192,9 +198,7 @@ def test_compiled_f5tts_trains_as_its_eager_self(script: ModuleType) -> None:
     pytest.importorskip("ema_pytorch")
     losses = {}
     for label in ("F5-TTS bf16", "F5-TTS bf16 + compile"):
-        command = [sys.executable, str(SCRIPT), "--worker", label, "--no-drop", *TINY]
-        out = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ.copy()).stdout
-        losses[label] = json.loads(out.strip().splitlines()[-1])["losses"][0]
+        losses[label] = first_loss(label)
     # Same weights, batch and draws; bf16 autocast in both, fused differently by the compiler. The loss is a mean over
     # every generated frame's channels, so its error is far below one bf16 epsilon (2^-8) of it: that is the bound.
     assert losses["F5-TTS bf16 + compile"] == pytest.approx(losses["F5-TTS bf16"], rel=2**-8)
