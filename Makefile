@@ -18,11 +18,11 @@ help: ## List the targets
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,eval,transcribe,serve,studio]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,eval,transcribe,serve,studio,fp8]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	$(BIN)/pip install --quiet --no-deps 'resemblyzer==0.1.4' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	touch $(STAMP)
 
-install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh, eval, transcribe, serve and studio extras (torch pinned by constraints.txt)
+install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh, eval, transcribe, serve, studio and fp8 extras (torch pinned by constraints.txt)
 
 # Two workers, a test file each at a time (its module fixtures, servers and studios, start once): many tests wait on
 # processes and sockets, so the suite takes about 0.8 of its serial time on two cores.
@@ -110,19 +110,85 @@ bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation 
 		--out-dir $(BENCH_OUT)
 	$(BIN)/python scripts/bench_infer.py --threads 2 --batches 1 --repeats 1 --out-dir $(BENCH_OUT)
 
-# The GPU comparisons with F5-TTS (beside, in .f5tts): F5-TTS v1 Base's architecture and its 38,400 frames per GPU
-# (32 clips of 12.8 s), bf16, activation checkpointing none / every 2nd block / every block; then whole runs; then
-# sampling at F5-TTS's defaults against f5lite's paths.
+# The GPU comparisons with F5-TTS (beside, in .f5tts), sized for one device call of at most 9 minutes (a lease is 15
+# minutes of device time, the machine's start included): the training step of F5-TTS v1 Base's architecture on a
+# length-sorted bucket of speech-like lengths whose padded size is its 38,400 frames per GPU, compiled F5-TTS (the
+# anchor) against f5lite compiled, + pack, + fp8, + pack + fp8, and activation checkpointing every 2nd block, with
+# where each step's time goes; then whole runs of both trainers, both compiled. Each part has its own time limit
+# and writes each result as soon as it has it, so a part cut short keeps what it measured. The sampling comparisons
+# are bench-gpu-sampling. `make bench-gpu-rehearse` runs the same command lines on this CPU with the tiny model.
 BENCH_GPU_DEVICE ?= cuda
-BENCH_GPU_MEL := $(shell $(PYTHON) -c "print(','.join(['1200'] * 32))")
-BENCH_GPU_TEXT := $(shell $(PYTHON) -c "print(','.join(['200'] * 32))")
-BENCH_GPU_CONFIGS := F5-TTS bf16,F5-TTS bf16 + compile,f5lite bf16,f5lite bf16 + compile,F5-TTS bf16 + AC,f5lite bf16 + AC every 2nd,f5lite bf16 + AC
-bench-gpu: $(STAMP) $(F5TTS_DIR)/.installed ## On a CUDA GPU: training step, whole runs and sampling against F5-TTS (dit_base, bf16, 38,400 frames; compile, AC none / every 2nd / every block; 4-step student) into scripts/results/
-	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_train.py --device $(BENCH_GPU_DEVICE) --preset base \
-		--mel-lengths $(BENCH_GPU_MEL) --text-lengths $(BENCH_GPU_TEXT) --configs "$(BENCH_GPU_CONFIGS)" \
-		--steps 10 --warmup 3 --rounds 3 --out-dir $(BENCH_OUT)
-	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_run.py --model base --precision bf16 --frames 38400 \
-		--updates 60 --ckpt-every 20 --workers 4 --rounds 2 --name f5tts_run_$(BENCH_GPU_DEVICE) --out-dir $(BENCH_OUT)
+BENCH_GPU_PRESET ?= base
+BENCH_GPU_BATCH ?= bucket
+BENCH_GPU_FRAMES ?= 38400
+BENCH_GPU_STEPS ?= 6
+BENCH_GPU_WARMUP ?= 2
+BENCH_GPU_PROFILE ?= 12
+BENCH_GPU_CONFIGS ?= F5-TTS bf16 + compile,f5lite bf16 + compile,f5lite bf16 + compile + pack,f5lite bf16 + compile + fp8,f5lite bf16 + compile + pack + fp8,f5lite bf16 + AC every 2nd
+BENCH_GPU_RUN_MODEL ?= mid
+BENCH_GPU_RUN_FRAMES ?= 38400
+BENCH_GPU_RUN_MAX_SAMPLES ?= 64
+BENCH_GPU_RUN_UPDATES ?= 15
+BENCH_GPU_RUN_CKPT ?= 5
+# Seconds each part may take: SIGINT to the script and its workers (each result so far is written), then a kill.
+BENCH_GPU_STEP_S ?= 320
+BENCH_GPU_RUN_S ?= 190
+BENCH_GPU_ENV ?=
+BENCH_PY ?= $(BIN)/python
+BENCH_PYTHONPATH ?= $(F5TTS_DIR)
+.PHONY: bench-gpu bench-gpu-commands bench-gpu-rehearse bench-gpu-device bench-gpu-script bench-gpu-sampling gpu-wheels
+bench-gpu: $(STAMP) $(F5TTS_DIR)/.installed ## On a CUDA GPU, < 9 min: training step (dit_base; compiled F5-TTS vs f5lite compile, pack, fp8, AC; profiled) and whole runs against F5-TTS into scripts/results/
+	$(MAKE) --no-print-directory bench-gpu-commands
+
+# The commands alone (no install step): bench-gpu, bench-gpu-device and bench-gpu-rehearse run these. A part that
+# fails or runs out of time does not stop the next (make says "ignored"); the results files say what was measured.
+bench-gpu-commands:
+	-PYTHONPATH=$(BENCH_PYTHONPATH) $(BENCH_GPU_ENV) timeout -s INT -k 20 $(BENCH_GPU_STEP_S) \
+		$(BENCH_PY) scripts/compare_f5tts_train.py --device $(BENCH_GPU_DEVICE) --preset $(BENCH_GPU_PRESET) \
+		--lengths-from $(BENCH_GPU_BATCH) --frames $(BENCH_GPU_FRAMES) --configs "$(BENCH_GPU_CONFIGS)" \
+		--steps $(BENCH_GPU_STEPS) --warmup $(BENCH_GPU_WARMUP) --rounds 1 --profile $(BENCH_GPU_PROFILE) --out-dir $(BENCH_OUT)
+	-PYTHONPATH=$(BENCH_PYTHONPATH) $(BENCH_GPU_ENV) timeout -s INT -k 20 $(BENCH_GPU_RUN_S) \
+		$(BENCH_PY) scripts/compare_f5tts_run.py --model $(BENCH_GPU_RUN_MODEL) --precision bf16 \
+		--frames $(BENCH_GPU_RUN_FRAMES) --max-samples $(BENCH_GPU_RUN_MAX_SAMPLES) --updates $(BENCH_GPU_RUN_UPDATES) \
+		--ckpt-every $(BENCH_GPU_RUN_CKPT) --workers 4 --rounds 1 --f5tts-compile --f5lite-extra perf.compile=true \
+		--name f5tts_run_$(BENCH_GPU_DEVICE) --out-dir $(BENCH_OUT)
+
+# The rehearsal of bench-gpu on this CPU: the same command lines with the tiny model, a 2,400-frame bucket, one step,
+# whole runs of one batch per epoch (one shape: one compilation per side). The fp8 configurations are skipped in one
+# line (CUDA only). Results go to build/bench-gpu-rehearsal; the inductor cache stays in build/ for the next time.
+BENCH_REHEARSAL_OUT := build/bench-gpu-rehearsal
+bench-gpu-rehearse: $(STAMP) $(F5TTS_DIR)/.installed ## Rehearse bench-gpu on this CPU with the tiny model (a few minutes; results in build/bench-gpu-rehearsal)
+	$(MAKE) --no-print-directory bench-gpu-commands BENCH_GPU_DEVICE=cpu BENCH_GPU_PRESET=tiny BENCH_GPU_FRAMES=2400 \
+		BENCH_GPU_STEPS=1 BENCH_GPU_WARMUP=2 BENCH_GPU_PROFILE=8 BENCH_GPU_RUN_MODEL=tiny BENCH_GPU_RUN_FRAMES=50000 \
+		BENCH_GPU_RUN_MAX_SAMPLES=200 BENCH_GPU_RUN_UPDATES=2 BENCH_GPU_RUN_CKPT=1 BENCH_OUT=$(BENCH_REHEARSAL_OUT) \
+		BENCH_GPU_STEP_S=600 BENCH_GPU_RUN_S=600 BENCH_GPU_ENV="TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-rehearsal"
+
+# The packages the lent GPU machine lacks (its image has torch, triton, accelerate, numpy, transformers, pyarrow ...),
+# as Python 3.12 manylinux wheels in build/gpu-wheels (scripts/gpu_wheels.sh lists them), carried to the device.
+GPU_WHEELS ?= build/gpu-wheels
+GPU_SITE ?= /tmp/f5lite-gpu-site
+gpu-wheels: ## Download/build the wheels the GPU machine lacks into build/gpu-wheels (carry it to the device)
+	bash scripts/gpu_wheels.sh $(GPU_WHEELS)
+
+# On the GPU machine (its python3, no .venv, nothing to fetch): the carried wheels into GPU_SITE, an empty stand-in
+# for wandb (F5-TTS's trainer imports it at import time; neither benchmark logs to it) when it is missing, then
+# bench-gpu's commands with f5lite from this checkout.
+bench-gpu-device: ## On the lent GPU machine: install the carried build/gpu-wheels, then bench-gpu's commands with its python3
+	python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $(GPU_SITE) $(GPU_WHEELS)/*.whl
+	PYTHONPATH=$(GPU_SITE) python3 -c "import wandb" 2> /dev/null || { mkdir -p $(GPU_SITE)/wandb && \
+		echo '"""Stand-in: F5-TTS imports wandb; these benchmarks never log to it."""' > $(GPU_SITE)/wandb/__init__.py; }
+	$(MAKE) --no-print-directory bench-gpu-commands BENCH_PY=python3 BENCH_PYTHONPATH='$$$$PWD:$(GPU_SITE)'
+
+# The same as a shell script, for a machine without make: bench-gpu-device's commands (make -n), its results into $OUT
+# when that is set (the device tool returns what is there), else scripts/results. It travels inside build/gpu-wheels.
+bench-gpu-script: ## Write build/gpu-wheels/bench_gpu_device.sh: bench-gpu-device's commands for a machine without make
+	mkdir -p $(GPU_WHEELS)
+	{ echo '#!/usr/bin/env bash'; echo '# Written by make bench-gpu-script: make bench-gpu-device without make.'; \
+		$(MAKE) -s -n --no-print-directory bench-gpu-device BENCH_OUT=__OUT__ | grep -v '^make ' \
+		| sed 's|__OUT__|"$${OUT:-scripts/results}"|g'; } > $(GPU_WHEELS)/bench_gpu_device.sh
+	bash -n $(GPU_WHEELS)/bench_gpu_device.sh
+
+bench-gpu-sampling: $(STAMP) $(F5TTS_DIR)/.installed ## On a CUDA GPU: sampling against F5-TTS at its defaults and against a 4-step student
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_sampling.py --defaults --device $(BENCH_GPU_DEVICE) \
 		--batches 1,8 --rounds 3 --reps 5 --out-dir $(BENCH_OUT)
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/compare_f5tts_sampling.py --fewstep --device $(BENCH_GPU_DEVICE) \

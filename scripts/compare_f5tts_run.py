@@ -33,6 +33,11 @@ What runs, each run in its own process, sides alternating within every round (`-
   only instrumentation is a timestamp after each optimizer update (F5-TTS: its EMA's `update()`, called once per
   update; f5lite: `Trainer.train_update`) and around the save calls.
 
+Compiled, as on a GPU (`make bench-gpu`): `--f5tts-compile` wraps F5-TTS's DiT `forward` in `torch.compile` before its
+`Trainer` is built, the one line its users add (the same as `compare_f5tts_train.py`'s `F5-TTS bf16 + compile`),
+and `--f5lite-extra perf.compile=true` compiles f5lite's blocks; the compile time is part of each wall clock. Results
+are written after every run (with `--out-dir`), so a run cut short keeps the runs it finished.
+
 The defaults (mid model, bf16, 2400 frames per batch, 20 updates = one F5-TTS epoch, a checkpoint every 8 updates,
 so that each side writes 3 checkpoints: 8, 16 and the end) keep the whole comparison near 5 minutes on 2 CPU cores.
 
@@ -266,11 +271,10 @@ def run_f5tts_child(spec: dict[str, Any], events: Events) -> int:
     data = Path(spec["f5tts_data"])
     torch.manual_seed(spec["seed"])
     vocab_char_map, vocab_size = get_tokenizer(str(data / "vocab.txt"), "custom")
-    model = CFM(
-        transformer=DiT(**spec["model"], text_num_embeds=vocab_size, mel_dim=MEL_KWARGS["n_mel_channels"]),
-        mel_spec_kwargs=MEL_KWARGS,
-        vocab_char_map=vocab_char_map,
-    )
+    backbone = DiT(**spec["model"], text_num_embeds=vocab_size, mel_dim=MEL_KWARGS["n_mel_channels"])
+    if spec.get("f5tts_compile"):
+        backbone.forward = torch.compile(backbone.forward)  # the one line an F5-TTS user adds on a GPU
+    model = CFM(transformer=backbone, mel_spec_kwargs=MEL_KWARGS, vocab_char_map=vocab_char_map)
     trainer = Trainer(
         model,
         epochs=spec["epochs"],
@@ -578,6 +582,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=F5TTS_SEED)
     parser.add_argument("--f5lite-extra", action="append", default=[], help="another f5lite override (repeatable)")
     parser.add_argument(
+        "--f5tts-compile",
+        action="store_true",
+        help="wrap F5-TTS's DiT forward in torch.compile, as its users do on a GPU (f5lite's: perf.compile=true)",
+    )
+    parser.add_argument(
         "--f5lite-mels",
         action="store_true",
         help="f5lite reads the same clips' mels from a cache (f5lite-prepare --mels) instead of decoding audio",
@@ -639,6 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "f5lite_data": str(write_f5lite_mels(clips, demo, work) if args.f5lite_mels else demo),
         "f5lite_mels": args.f5lite_mels,
         "f5lite_extra": args.f5lite_extra,
+        "f5tts_compile": args.f5tts_compile,
     }
     configs = []
     for side in args.sides:
@@ -663,10 +673,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs[run.config].append(summary)
         print(f"round {run.round + 1} {run.config}: " + json.dumps({k: round(v, 3) for k, v in summary.items()}))
         sys.stdout.flush()
+        if args.out_dir is not None:  # now, not at the end: a comparison cut short keeps the runs it finished
+            write(result())
         if run.round < args.rounds - 1:  # the last one stays for --keep
             shutil.rmtree(work / f"run_{run.config}", ignore_errors=True)
 
     load_before = os.getloadavg()  # other work on the machine shows up here, and in the spread between rounds
+
+    def result() -> dict[str, Any]:
+        """The document of the runs so far: settings, every run, medians, and the ratios once both sides ran."""
+        medians = {side: {k: statistics.median(run[k] for run in rs) for k in rs[0]} for side, rs in runs.items() if rs}
+        document: dict[str, Any] = {
+            **sbs.run_header(["f5-tts", "accelerate", "datasets", "lhotse", "ema-pytorch"]),
+            "command": " ".join(
+                ["python", "scripts/compare_f5tts_run.py", *(argv if argv is not None else sys.argv[1:])]
+            ),
+            "settings": {
+                "model_name": args.model,
+                **{k: v for k, v in spec.items() if not k.endswith("_data")},
+                "batches": batches,
+                "clips": len(durations),
+                "audio_s": sum(durations),
+                "rounds": args.rounds,
+                "skip": args.skip,
+                "sides": args.sides,
+                "f5lite_overrides": f5lite_overrides({**spec, "run_dir": "RUN_DIR", "f5lite_data": "DEMO"}),
+            },
+            "runs": runs,
+            "medians": medians,
+            "load_average": [[round(x, 2) for x in load_before], [round(x, 2) for x in os.getloadavg()]],
+        }
+        if set(SIDES) <= set(medians):
+            document["ratios"] = ratios(medians)
+        return document
+
+    def write(document: dict[str, Any]) -> None:
+        """NAME.json and NAME.md in `--out-dir`."""
+        sbs.write_results(args.out_dir / f"{args.name}.json", document, markdown(document), indent=2)
+
     try:
         # Sides alternate which goes first, so a drift in the machine's speed hits both alike.
         sbs.run_interleaved(
@@ -683,32 +727,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if not args.keep and args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
-    medians = {side: {k: statistics.median(run[k] for run in rs) for k in rs[0]} for side, rs in runs.items()}
-    result: dict[str, Any] = {
-        **sbs.run_header(["f5-tts", "accelerate", "datasets", "lhotse", "ema-pytorch"]),
-        "command": " ".join(["python", "scripts/compare_f5tts_run.py", *(argv if argv is not None else sys.argv[1:])]),
-        "settings": {
-            "model_name": args.model,
-            **{k: v for k, v in spec.items() if not k.endswith("_data")},
-            "batches": batches,
-            "clips": len(durations),
-            "audio_s": sum(durations),
-            "rounds": args.rounds,
-            "skip": args.skip,
-            "sides": args.sides,
-            "f5lite_overrides": f5lite_overrides({**spec, "run_dir": "RUN_DIR", "f5lite_data": "DEMO"}),
-        },
-        "runs": runs,
-        "medians": medians,
-        "load_average": [[round(x, 2) for x in load_before], [round(x, 2) for x in os.getloadavg()]],
-    }
-    if set(SIDES) <= set(medians):
-        result["ratios"] = ratios(medians)
-    print(json.dumps(result["medians"]))
-    if "ratios" in result:
-        print(json.dumps(result["ratios"]))
+    final = result()
+    print(json.dumps(final["medians"]))
+    if "ratios" in final:
+        print(json.dumps(final["ratios"]))
     if args.out_dir is not None:
-        sbs.write_results(args.out_dir / f"{args.name}.json", result, markdown(result), indent=2)
+        write(final)
     return 0
 
 

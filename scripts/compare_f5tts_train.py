@@ -5,7 +5,8 @@ f5-tts x-transformers torchdiffeq ema-pytorch loguru einx frozendict torch-einop
 `PYTHONPATH=/tmp/f5pkg`. Without it the script stops with one line (`--configs` with only f5lite ones still runs).
 
     PYTHONPATH=/tmp/f5pkg python scripts/compare_f5tts_train.py            # writes scripts/results/f5tts_train_cpu.*
-    make bench-gpu        # on a CUDA machine: dit_base, bf16, 38,400 frames, AC none / every 2nd / every block
+    make bench-gpu        # on a CUDA machine: dit_base, bf16, a bucket of 38,400 frames, compile, pack, fp8, AC
+    make bench-gpu-rehearse   # the same command lines on this CPU with the tiny preset, in a few minutes
 
 Both sides train the mid-size DiT (`f5lite.bench.MID_DIT`) from the same random weights (our state dicts are
 key-compatible with F5-TTS's) on the same synthetic batch (mel lengths 300,340,370,400, text lengths 72,80,85,90).
@@ -19,9 +20,36 @@ Each step is what the trainers do, through accelerate as both trainers use it:
   non-finite updates skipped on the device).
 
 On a GPU (`--device cuda`) the step is timed between device synchronizations, memory is the peak of
-`torch.cuda.max_memory_allocated` and MFU is the analytic training FLOPs (`f5lite.bench.training_flops`) over the
-GPU's dense bf16 peak (`f5lite.bench.PEAK_FLOPS`). The activation-checkpointing configurations compare f5lite's
-`perf.ac` (every block, every 2nd block) with F5-TTS's own `checkpoint_activations` (every block).
+`torch.cuda.max_memory_allocated`. The activation-checkpointing configurations compare f5lite's `perf.ac` (every
+block, every 2nd block) with F5-TTS's own `checkpoint_activations` (every block).
+
+MFU (model FLOPs utilization) = model FLOPs of one step / step time / peak FLOP/s, where
+
+- the model FLOPs are `f5lite.bench.training_flops` of the DiT over the batch's *real* frames (the mel lengths, never
+  the padded length): 6 x (the per-frame linear and convolution weights) x frames (forward 2, backward 4 = 2x the
+  forward) plus the bidirectional attention, 12 x layers x inner x length^2 per utterance (4 forward, 8 backward).
+  Per-utterance weights (time embedding, AdaLN modulation), embedding lookups, norms and elementwise work are not
+  counted, nor is the recompute of activation checkpointing: model FLOPs, not hardware FLOPs. A padded step and a
+  packed one (`perf.pack`) of the same utterances therefore count the same FLOPs, and their MFUs compare;
+- the peak is the GPU's dense bf16 tensor-core peak without sparsity (`f5lite.bench.PEAK_FLOPS`, by GPU model:
+  989.4 TFLOP/s on an H100 SXM or an H200), also for the fp8 configurations, so that MFUs compare across precisions.
+
+Batches: `--mel-lengths`/`--text-lengths` give one explicitly (the GPU default is 32 x 1200 equal lengths, where
+packing cannot help); `--lengths-from bucket|shuffled --frames N` draws a speech-like batch whose padded size is at
+most N frames (`f5lite.bench.lengths`): a length-sorted bucket (little padding) or a shuffled batch (much padding).
+The results state the batch's padding fraction.
+
+`--profile N` profiles one more step per run with torch.profiler and reports where its time goes
+(`f5lite.bench.step_profile`): matmuls, attention, convolutions, elementwise/norms/modulation, optimizer (clipping,
+AdamW, LR: a `record_function` range), EMA (a range), copies (memcpy, memset, dtype casts), other, and idle. On a GPU
+the rows are the device's kernels and idle is the step's wall time minus the union of the kernel intervals (the
+profiled step synchronizes the device at the edges of the optimizer and EMA ranges so that their kernels fall inside
+them, which adds four launch latencies to idle); on a CPU they are the operators' self times and idle is the time
+inside no operator (Python and dispatch). The N operators with the most time are listed too.
+
+Configurations that cannot run here are skipped with a one-line note (the fp8 ones need CUDA with compute
+capability 8.9 or more); one that fails is reported in one line and the others go on. The results files are
+rewritten after every run, so an interrupted benchmark keeps what it measured.
 
 Configurations run in their own subprocesses (a clean peak RSS each), alternating within every round so a VM whose
 speed drifts slows all of them alike; per configuration the median over `--rounds` of each run's median step is
@@ -32,12 +60,13 @@ best against best.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +77,8 @@ from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
 from f5lite.bench import sidebyside as sbs
 from f5lite.bench.args import int_list
 from f5lite.bench.flops import table_peak_flops, training_flops
+from f5lite.bench.lengths import SHAPES, padding_fraction, speech_batch
+from f5lite.bench.step_profile import EMA_RANGE, OPTIMIZER_RANGE, STEP_RANGE, categorize, profiler_rows, shares
 
 VOCAB = F5TTS_VOCAB_SIZE
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -78,7 +109,16 @@ class Config:
     checkpoint_activations: bool = False
     compile: bool = False
 
+    @property
+    def fp8(self) -> bool:
+        """Whether it trains in FP8 (`perf.fp8`), which needs a CUDA GPU of compute capability 8.9 or more."""
+        return "perf.fp8=true" in self.overrides
 
+
+COMPILE = "perf.compile=true"
+MASK = "model.attn_mask_enabled=true"  # perf.pack computes the padded step with padded keys masked: it needs this
+PACK = "perf.pack=true"
+FP8 = "perf.fp8=true"
 CONFIGS: dict[str, Config] = {
     "F5-TTS fp32": Config("f5tts", "no"),
     "F5-TTS bf16": Config("f5tts", "bf16"),
@@ -86,7 +126,12 @@ CONFIGS: dict[str, Config] = {
     "F5-TTS bf16 + compile": Config("f5tts", "bf16", compile=True),
     "f5lite fp32": Config("f5lite", "no"),
     "f5lite bf16": Config("f5lite", "bf16"),
-    "f5lite bf16 + compile": Config("f5lite", "bf16", ("perf.compile=true",)),
+    "f5lite bf16 + compile": Config("f5lite", "bf16", (COMPILE,)),
+    # The levers of issue 40: no FLOPs on padding (packing; its padded twin masks the same keys) and FP8 matmuls.
+    "f5lite bf16 + compile + mask": Config("f5lite", "bf16", (COMPILE, MASK)),
+    "f5lite bf16 + compile + pack": Config("f5lite", "bf16", (COMPILE, MASK, PACK)),
+    "f5lite bf16 + compile + fp8": Config("f5lite", "bf16", (COMPILE, FP8)),
+    "f5lite bf16 + compile + pack + fp8": Config("f5lite", "bf16", (COMPILE, MASK, PACK, FP8)),
     # Ablations: f5lite with one of its step optimizations switched off, to measure what each one brings.
     "f5lite fp32 (torch dropout)": Config("f5lite", "no", ("perf.dropout=torch",)),
     "f5lite bf16 (torch dropout)": Config("f5lite", "bf16", ("perf.dropout=torch",)),
@@ -109,6 +154,10 @@ PAIRS = {
     "bf16": ("f5lite bf16", "F5-TTS bf16"),
     "bf16 + compile": ("f5lite bf16 + compile", "F5-TTS bf16 + compile"),
     "bf16 + AC": ("f5lite bf16 + AC", "F5-TTS bf16 + AC"),
+    # Each lever against the anchor, F5-TTS compiled as its users run it.
+    "bf16 + compile + pack": ("f5lite bf16 + compile + pack", "F5-TTS bf16 + compile"),
+    "bf16 + compile + fp8": ("f5lite bf16 + compile + fp8", "F5-TTS bf16 + compile"),
+    "bf16 + compile + pack + fp8": ("f5lite bf16 + compile + pack + fp8", "F5-TTS bf16 + compile"),
 }
 
 
@@ -131,6 +180,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size")
     parser.add_argument("--mel-lengths", type=int_list(1), default=[300, 340, 370, 400])
     parser.add_argument("--text-lengths", type=int_list(1), default=[72, 80, 85, 90])
+    parser.add_argument(
+        "--lengths-from",
+        choices=SHAPES,
+        help="draw a speech-like batch instead of --mel-lengths: a length-sorted bucket or a shuffled batch",
+    )
+    parser.add_argument(
+        "--frames",
+        type=int,
+        help="with --lengths-from: the padded batch's frame budget (default: sum of --mel-lengths)",
+    )
     parser.add_argument("--configs", type=_configs, default=list(DEFAULT_CONFIGS), help="comma-separated")
     parser.add_argument("--out-dir", type=Path, default=RESULTS, help="where f5tts_train_DEVICE.json/.md go")
     parser.add_argument("--no-write", action="store_true", help="print only")
@@ -148,7 +207,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--rounds and --steps need at least 1, --warmup and --profile at least 0")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device here")
+    if args.frames is not None and (args.lengths_from is None or args.frames < 1):
+        parser.error("--frames needs --lengths-from and at least 1")
+    if args.lengths_from and args.worker is None:  # the workers get the drawn lengths spelled out
+        args.mel_lengths, args.text_lengths = speech_batch(args.lengths_from, args.frames or sum(args.mel_lengths))
     return args
+
+
+def unavailable(config: Config, device: torch.device) -> str | None:
+    """Why `config` cannot run on `device` (one line), or None when it can."""
+    if not config.fp8:
+        return None
+    if device.type != "cuda":
+        return "perf.fp8 needs a CUDA GPU of compute capability 8.9 or more; skipped on the CPU"
+    capability = torch.cuda.get_device_capability(device)
+    if capability < (8, 9):
+        return f"perf.fp8 needs compute capability 8.9 or more; this GPU has {capability[0]}.{capability[1]}"
+    return None
+
+
+_PROFILED: torch.device | None = None
+"""The device of the step being profiled (`profile_step`), else None: `phase` marks ranges only then."""
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """A profiler range around part of the step (`OPTIMIZER_RANGE`, `EMA_RANGE`); nothing outside `profile_step`.
+
+    On a GPU the device is synchronized at both edges, so that the kernels launched inside the range also run inside
+    its interval and `categorize` can attribute them by time (costs a few launch latencies in the profiled step only).
+    """
+    if _PROFILED is None:
+        yield
+        return
+    from torch.profiler import record_function
+
+    cuda = _PROFILED.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(_PROFILED)
+    with record_function(name):
+        yield
+        if cuda:
+            torch.cuda.synchronize(_PROFILED)
 
 
 def f5tts_missing() -> str | None:
@@ -226,13 +326,15 @@ def f5tts_step(
         with accelerator.accumulate(model):
             loss, _, _ = model(mel, text=text, lens=lens)
             accelerator.backward(loss)
-            if accelerator.sync_gradients:
-                accelerator.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
+            with phase(OPTIMIZER_RANGE):
+                if accelerator.sync_gradients:
+                    accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
         if accelerator.sync_gradients:
-            ema.update()
+            with phase(EMA_RANGE):
+                ema.update()
         return float(loss.detach())
 
     return step
@@ -269,18 +371,20 @@ def f5lite_step(
         generator = torch.Generator(device=device).manual_seed(i)
         loss = model(mel, text, lens, generator=generator)
         accelerator.backward(loss)
-        grad_norm = accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
-        finite = torch.isfinite(loss) & torch.isfinite(torch.as_tensor(grad_norm))
-        factor = lr_factor(applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
-        for group in optimizer.param_groups:
-            group["lr"] = (cfg.optim.lr * factor).to(device)
-        optimizer.optimizer.found_inf = (~finite).float()
-        optimizer.optimizer.grad_scale = None
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        applied = applied + finite.long()
+        with phase(OPTIMIZER_RANGE):
+            grad_norm = accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
+            finite = torch.isfinite(loss) & torch.isfinite(torch.as_tensor(grad_norm))
+            factor = lr_factor(applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
+            for group in optimizer.param_groups:
+                group["lr"] = (cfg.optim.lr * factor).to(device)
+            optimizer.optimizer.found_inf = (~finite).float()
+            optimizer.optimizer.grad_scale = None
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            applied = applied + finite.long()
         if ema is not None:
-            ema.update(backbone, finite)
+            with phase(EMA_RANGE):
+                ema.update(backbone, finite)
         return float(loss.detach())
 
     return step
@@ -318,34 +422,57 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     return record
 
 
+RANGE_NAMES = {"optimizer": OPTIMIZER_RANGE, "ema": EMA_RANGE}
+
 COMPILED_GRAPHS = "inductor-generated code (compiled graphs)"
 """The profile's name for all of torch.compile's graphs together."""
 
 
-def profile_step(step: Callable[[int], float], i: int, device: torch.device, top: int) -> list[dict[str, Any]]:
-    """Where one step's time goes: the `top` operators by self time (device time on a GPU), torch.profiler's view.
+def profile_step(step: Callable[[int], float], i: int, device: torch.device, top: int) -> dict[str, Any]:
+    """Where one step's time goes: its categories (`f5lite.bench.step_profile`) and its `top` operators.
 
     Returns:
-        `[{"op", "ms", "share", "calls"}]`, largest first; `share` is of the step's total self time.
+        `{"basis", "step_ms", "categories": {category: {"ms", "share"}}, "ranges": {"optimizer", "ema"},
+        "ops": [{"op", "ms", "share", "calls"}]}`;
+        shares are of the step's window; the operators are ranked by self time (device time on a GPU).
     """
-    from torch.profiler import ProfilerActivity, profile
+    global _PROFILED
+    from torch.profiler import ProfilerActivity, profile, record_function
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities) as prof:
-        step(i)
-    attr = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    if cuda:
+        torch.cuda.synchronize(device)  # the window starts with an idle device: nothing of the last step runs on
+    _PROFILED = device
+    try:
+        with profile(activities=activities) as prof, record_function(STEP_RANGE):
+            step(i)  # reading the loss waits for the device: the window ends after its last kernel
+    finally:
+        _PROFILED = None
+    rows = profiler_rows(prof, device.type)
+    times = categorize(rows)
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
     ops: dict[str, list[float]] = {}  # name -> [microseconds, calls]
     for row in prof.key_averages():
+        if row.key in (STEP_RANGE, OPTIMIZER_RANGE, EMA_RANGE):
+            continue
         # Each compiled graph has its own hashed name; together they are the compiler's generated code.
         name = COMPILED_GRAPHS if row.key.startswith("## Call CompiledFxGraph") else row.key
         us, calls = ops.setdefault(name, [0.0, 0])
         ops[name] = [us + getattr(row, attr), calls + row.count]
-    total = sum(us for us, _ in ops.values())
+    window = times["window"] or 1.0
     ranked = sorted(((name, us, calls) for name, (us, calls) in ops.items() if us > 0), key=lambda r: -r[1])
-    return [
-        {"op": name, "ms": round(us / 1e3, 2), "share": round(us / total, 4), "calls": int(calls)}
-        for name, us, calls in ranked[:top]
-    ]
+    return {
+        "basis": "GPU kernels" if cuda else "CPU operators (self time)",
+        "step_ms": round(window / 1e3, 3),
+        "categories": shares(times),
+        # How many optimizer and EMA ranges the step marked (1 each): without them their work is counted by name.
+        "ranges": {name: sum(r.name == marker for r in rows) for name, marker in RANGE_NAMES.items()},
+        "ops": [
+            {"op": name, "ms": round(us / 1e3, 2), "share": round(us / window, 4), "calls": int(calls)}
+            for name, us, calls in ranked[:top]
+        ],
+    }
 
 
 def config(label: str, args: argparse.Namespace) -> sbs.Config:
@@ -433,10 +560,17 @@ def markdown(result: dict[str, Any]) -> str:
         f"Machine: {sbs.describe(m)}.",
         "",
         f"Model: DiT {s['model']} ({s['params'] / 1e6:.1f}M parameters), the same random weights on both sides. "
-        f"Batch: mel lengths {s['mel_lengths']}, text lengths {s['text_lengths']} ({s['frames']} real frames). "
+        f"Batch{' (' + s['lengths_from'] + ')' if s.get('lengths_from') else ''}: {len(s['mel_lengths'])} "
+        f"utterances, mel lengths {_lengths(s['mel_lengths'])}, text lengths {_lengths(s['text_lengths'])} "
+        f"({s['frames']} real frames; padded to {s.get('padded_frames', s['frames'])}, "
+        f"{s.get('padding_fraction', 0.0):.1%} padding). "
         f"{s['threads']} threads; per run {s['warmup']} warm-up + {s['steps']} timed steps (median), each "
         f"configuration in its own process, median of {s['rounds']} interleaved rounds. Step = forward, backward, "
         "clip, AdamW, LR schedule and EMA update, as each trainer does it.",
+        "",
+        "Frames/s counts real frames. MFU: the model FLOPs of the real frames (`f5lite.bench.training_flops`: "
+        "6 x per-frame weights x frames + the attention's 12 x layers x inner x length^2 per utterance; no "
+        "activation-checkpointing recompute, no FLOPs on padding) over the GPU's dense bf16 peak (no sparsity).",
         "",
         "| configuration | step (s) | frames/s | MFU | peak GPU memory (GB) | peak RSS (GB) | runs (s) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
@@ -457,37 +591,80 @@ def markdown(result: dict[str, Any]) -> str:
         ]
         for name, r in result["ratios"].items():
             title = "best vs best" if name == "best" else f"equal precision ({name})"
+            if name.startswith("bf16 + compile +"):  # a lever of f5lite's against the anchor
+                title = f"{name[len('bf16 + compile + ') :]} against compiled F5-TTS"
             lines.append(f"| {title} | {r['f5lite']} | {r['f5tts']} | {r['speed']:.2f}x | {r['memory']:.2f}x |")
+    notes = [f"- {label}: skipped: {why}" for label, why in result.get("skipped", {}).items()]
+    notes += [f"- {label}: failed: {why}" for label, why in result.get("failed", {}).items()]
+    if notes:
+        lines += ["", "Not measured:", "", *notes]
     lines += profile_table(result["configs"])
     return "\n".join(lines) + "\n"
 
 
+def _lengths(values: list[int]) -> str:
+    """A batch's lengths for a sentence: all of them when few, else their range and median."""
+    if len(values) <= 8:
+        return ", ".join(map(str, values))
+    return f"{min(values)}-{max(values)} (median {statistics.median(values):g})"
+
+
+CATEGORY_TITLES = {
+    "matmul": "matmuls (GEMMs)",
+    "attention": "attention",
+    "convolution": "convolutions",
+    "elementwise": "elementwise, norms, modulation (fused kernels included)",
+    "optimizer": "optimizer (clip, AdamW, LR)",
+    "ema": "EMA update",
+    "copies": "copies (memcpy, memset, casts)",
+    "other": "other",
+    "idle": "idle (no kernel running) / outside any operator on a CPU",
+}
+
+
 def profile_table(configs: dict[str, dict[str, Any]]) -> list[str]:
-    """Markdown lines: each profiled configuration's share of step time per operator (empty without `--profile`)."""
-    profiled = {label: {r["op"]: r for r in row["profile"]} for label, row in configs.items() if "profile" in row}
+    """Markdown lines: each profiled configuration's step split into categories, then its top operators.
+
+    Empty without `--profile`.
+    """
+    profiled = {label: row["profile"] for label, row in configs.items() if "profile" in row}
     if not profiled:
         return []
-    ops: dict[str, float] = {}
-    for rows in profiled.values():
-        for op, r in rows.items():
-            ops[op] = max(ops.get(op, 0.0), r["share"])
     lines = [
         "",
-        "Where one step's time goes (torch.profiler, self time per operator, first round; `-`: not among the top):",
+        "## Where one step's time goes",
         "",
-        "| operator | " + " | ".join(profiled) + " |",
-        "| --- |" + " ---: |" * len(profiled),
+        "torch.profiler, one step after the timed ones, first round (`f5lite.bench.step_profile`): on a GPU the "
+        "device's kernels, idle = the step's wall time minus the union of the kernel intervals; on a CPU the "
+        "operators' self times, idle = time inside no operator (Python, dispatch). Shares are of the profiled step.",
     ]
-    for op in sorted(ops, key=ops.__getitem__, reverse=True):
-        cells = [
-            f"{rows[op]['share']:.1%} ({rows[op]['ms']:.0f} ms)" if op in rows else "-" for rows in profiled.values()
+    for label, prof in profiled.items():
+        lines += [
+            "",
+            f"### {label}",
+            "",
+            f"Profiled step: {prof['step_ms']:.1f} ms ({prof['basis']}).",
+            "",
+            "| where | ms | share |",
+            "| --- | ---: | ---: |",
         ]
-        lines.append(f"| `{op[:60]}` | " + " | ".join(cells) + " |")
+        for category, title in CATEGORY_TITLES.items():
+            cell = prof["categories"][category]
+            lines.append(f"| {title} | {cell['ms']:.2f} | {cell['share']:.1%} |")
+        if prof["ops"]:
+            lines += ["", "| top operator | ms | share | calls |", "| --- | ---: | ---: | ---: |"]
+            for op in prof["ops"]:
+                lines.append(f"| `{op['op'][:70]}` | {op['ms']:.2f} | {op['share']:.1%} | {op['calls']} |")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the comparison (or, with the internal `--worker`, one configuration) and print JSON lines."""
+    """Run the comparison (or, with the internal `--worker`, one configuration) and print JSON lines.
+
+    Returns:
+        0 when every configuration that can run here ran; 1 when one failed (the others' results are written); 2
+        when F5-TTS is needed and missing.
+    """
     args = parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args)))
@@ -499,37 +676,63 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-
-    def show(run: sbs.Run) -> None:
-        print(json.dumps({"round": run.round, **(run.result or {})}), flush=True)
-
-    try:
-        done = sbs.run_interleaved([config(label, args) for label in args.configs], args.rounds, on_run=show)
-    except sbs.ChildFailedError as err:
-        sys.stderr.write(err.run.stderr[-3000:])
-        raise SystemExit(f"compare_f5tts_train.py: {err}") from None
-    runs = {label: [run.result or {} for run in done if run.config == label] for label in args.configs}
+    device = torch.device(args.device)
+    skipped = {label: why for label in args.configs if (why := unavailable(CONFIGS[label], device))}
+    for label, why in skipped.items():
+        print(f"compare_f5tts_train.py: {label}: {why}", file=sys.stderr)
+    labels = [label for label in args.configs if label not in skipped]
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in labels}
+    failed: dict[str, str] = {}
     dims = PRESETS[args.preset]
     frames = sum(args.mel_lengths)
+    padded = len(args.mel_lengths) * max(args.mel_lengths)
     setup = {
         "model": ", ".join(f"{k} {v}" for k, v in dims.items()),
         "params": _params(dims),
+        "lengths_from": args.lengths_from,
         "mel_lengths": args.mel_lengths,
         "text_lengths": args.text_lengths,
         "frames": frames,
+        "padded_frames": padded,
+        "padding_fraction": round(padding_fraction(args.mel_lengths), 4),
         "threads": args.threads,
         "steps": args.steps,
         "warmup": args.warmup,
         "rounds": args.rounds,
         "no_drop": args.no_drop,
+        "device": args.device,
     }
-    gpu = next((r["gpu"] for records in runs.values() for r in records if "gpu" in r), None)
-    setup["device"], setup["gpu"] = args.device, gpu
-    result = {"machine": machine(), "setup": setup, **summarize(runs, frames, step_flops_over_peak(args, gpu))}
-    print(json.dumps(result))
-    if not args.no_write:
-        sbs.write_results(args.out_dir / f"{STEM.format(device=args.device)}.json", result, markdown(result))
-    return 0
+    header = machine()
+
+    def result() -> dict[str, Any]:
+        done = {label: records for label, records in runs.items() if records}
+        gpu = next((r["gpu"] for records in done.values() for r in records if "gpu" in r), None)
+        table = summarize(done, frames, step_flops_over_peak(args, gpu))
+        return {"machine": header, "setup": {**setup, "gpu": gpu}, **table, "skipped": skipped, "failed": failed}
+
+    def show(run: sbs.Run) -> None:
+        if run.ok:
+            runs[run.config].append(run.result or {})
+            print(json.dumps({"round": run.round, **(run.result or {})}), flush=True)
+        else:  # one line here, the end of its stderr below; the other configurations go on
+            failed.setdefault(run.config, run.failure)
+            sys.stderr.write(run.stderr[-3000:])
+            print(f"compare_f5tts_train.py: {run.failure}", file=sys.stderr, flush=True)
+        if not args.no_write:  # now, not at the end: a benchmark cut short keeps what it measured
+            current = result()
+            sbs.write_results(_results_path(args), current, markdown(current))
+
+    if labels:
+        sbs.run_interleaved([config(label, args) for label in labels], args.rounds, check=False, on_run=show)
+    final = result()
+    print(json.dumps(final))
+    if not args.no_write and not labels:
+        sbs.write_results(_results_path(args), final, markdown(final))
+    return 1 if failed else 0
+
+
+def _results_path(args: argparse.Namespace) -> Path:
+    return args.out_dir / f"{STEM.format(device=args.device)}.json"
 
 
 if __name__ == "__main__":

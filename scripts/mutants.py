@@ -58,8 +58,14 @@ TRAINER = "f5lite/train/trainer.py"
 TRANSCRIBE_WS = "f5lite/transcribe/workspace.py"
 SETUP = "f5lite/train/setup.py"
 RESUME = ("tests/train/test_resume.py",)
+PACKING = "f5lite/models/packing.py"
+PACKING_TESTS = "tests/models/test_packing.py"
 SKIP = ("tests/train/test_loop.py::test_non_finite_update_is_skipped_by_optimizer_schedule_and_ema",)
 OPTIONS = "tests/train/test_options.py"
+COMPILE = "f5lite/models/compile.py"
+COMPILE_TESTS = "tests/models/test_compile.py"
+FP8 = "f5lite/models/fp8.py"
+FP8_TESTS = "tests/models/test_fp8.py"
 EXPORT = (
     "tests/train/test_loop.py::test_run_dir_and_its_exports_synthesize_the_same_audio",
     "tests/train/test_loop.py::test_export_of_an_earlier_step_in_bf16",
@@ -71,6 +77,9 @@ AUTO = "f5lite/infer/auto.py"
 AUTO_TESTS = "tests/infer/test_auto.py"
 DROP = "f5lite/models/dropout.py"
 DROP_TESTS = "tests/models/test_dropout.py"
+
+STEP_PROFILE = "tests/bench/test_step_profile.py"
+COMPARE_TRAIN = "tests/compat/test_compare_f5tts_train.py"
 
 MUTANTS = (
     Mutant(
@@ -88,6 +97,97 @@ MUTANTS = (
         "    for block in backbone_blocks(backbone):",
         '    for block in backbone_blocks(backbone) if type(backbone).__name__ != "UNetT" else []:',
         (f"{OPTIONS}::test_compile_through_the_trainer",),
+    ),
+    Mutant(
+        "CS1",
+        "perf.compile_scope ignored by the training setup (only the blocks compile)",
+        SETUP,
+        "            scope=cfg.perf.compile_scope,\n",
+        "",
+        (f"{COMPILE_TESTS}::test_the_training_setup_compiles_the_configured_scope",),
+    ),
+    Mutant(
+        "CS2",
+        "compile scope model leaves the text embedding eager",
+        COMPILE,
+        "        if child is blocks or isinstance(child, RotaryEmbedding):",
+        '        if child is blocks or isinstance(child, RotaryEmbedding) or name == "text_embed":',
+        (f"{COMPILE_TESTS}::test_model_scope_also_compiles_the_per_step_modules_and_matches_eager",),
+    ),
+    Mutant(
+        "CS3",
+        "compile scope model compiles a student's whole backbone as one module instead of its per-step modules",
+        COMPILE,
+        '            found += [(f"{name}.{inner}", module) for inner, module in per_step_modules(child)]',
+        "            found.append((name, child))",
+        (f"{COMPILE_TESTS}::test_model_scope_compiles_a_students_step_embedding_and_its_backbones_modules",),
+    ),
+    Mutant(
+        "CS4",
+        "perf.compile_scope=model accepted without perf.compile (a flag that does nothing)",
+        "f5lite/config/schema.py",
+        '        if self.compile_scope != "blocks" and not self.compile:',
+        "        if False:",
+        (f"{COMPILE_TESTS}::test_compile_scope_is_refused_without_compile_or_unknown",),
+    ),
+    Mutant(
+        "FP1",
+        "perf.fp8 accepted on an Ampere GPU (compute capability 8.0), which has no FP8 tensor cores",
+        FP8,
+        "FP8_MIN_CAPABILITY = (8, 9)",
+        "FP8_MIN_CAPABILITY = (8, 0)",
+        (f"{FP8_TESTS}::test_gpus_without_fp8_tensor_cores_are_refused_by_name",),
+    ),
+    Mutant(
+        "FP2",
+        "apply_fp8 converts Linears whose output width torch._scaled_mm cannot take",
+        FP8,
+        "        and m.out_features % FP8_ALIGN == 0\n",
+        "",
+        (f"{FP8_TESTS}::test_only_the_blocks_aligned_token_linears_are_converted",),
+    ),
+    Mutant(
+        "FP3",
+        "apply_fp8 converts the AdaLN modulations too (one row per sample)",
+        FP8,
+        "        and id(m) not in time_fed\n",
+        "",
+        (f"{FP8_TESTS}::test_only_the_blocks_aligned_token_linears_are_converted",),
+    ),
+    Mutant(
+        "FP4",
+        "FP8 matmuls leave the token count unpadded (CUDA's _scaled_mm refuses the weight gradient of most batches)",
+        FP8,
+        "pad_inner_dim=True",
+        "pad_inner_dim=False",
+        (f"{FP8_TESTS}::test_matmuls_meet_the_gpu_shape_rules_for_any_batch",),
+    ),
+    Mutant(
+        "FP5",
+        "perf.fp8 ignored by the training setup",
+        SETUP,
+        "    if cfg.perf.fp8:\n        apply_fp8(backbone)\n",
+        "",
+        (f"{FP8_TESTS}::test_the_training_setup_converts_the_blocks_and_the_ema_stays_fp32",),
+    ),
+    Mutant(
+        "FP6",
+        "the training setup never checks where perf.fp8 runs (a CPU run goes on)",
+        SETUP,
+        "    if cfg.perf.fp8:\n        check_fp8(device)\n",
+        "",
+        (
+            f"{FP8_TESTS}::test_refused_on_a_cpu_in_one_line_before_the_model_is_built",
+            f"{FP8_TESTS}::test_the_training_command_refuses_in_one_line",
+        ),
+    ),
+    Mutant(
+        "FP7",
+        "perf.fp8 accepted with fp16 or fp32 precision",
+        "f5lite/config/schema.py",
+        '        if self.fp8 and self.precision != "bf16":',
+        "        if False:",
+        (f"{FP8_TESTS}::test_precision_other_than_bf16_is_refused_with_the_config",),
     ),
     Mutant(
         "B",
@@ -1357,6 +1457,111 @@ MUTANTS = (
         '(2 if self.method == "midpoint" else 1)',
         "1",
         ("tests/sampling/test_options.py::test_backbone_calls_is_what_sample_calls",),
+    ),
+    Mutant(
+        "PCK1",
+        "packed attention on the padded-layout path lets each frame attend to the padding of its row",
+        PACKING,
+        "out = nn.functional.scaled_dot_product_attention(qp, kp, vp, attn_mask=key_mask)",
+        "out = nn.functional.scaled_dot_product_attention(qp, kp, vp, attn_mask=None)",
+        (
+            PACKING_TESTS + "::test_packed_attention_keeps_utterances_apart",
+            PACKING_TESTS + "::test_packed_step_has_the_padded_loss_and_gradients",
+        ),
+    ),
+    Mutant(
+        "PCK2",
+        "the packing's utterance boundaries merge the first two utterances (they would attend to each other)",
+        PACKING,
+        "cu_seqlens = torch.cat((starts, lengths.sum()[None])).to(torch.int32)",
+        "cu_seqlens = torch.cat((starts[:1], starts[2:], lengths.sum()[None])).to(torch.int32)",
+        (
+            PACKING_TESTS + "::test_pack_mask_places_every_real_frame",
+            PACKING_TESTS + "::test_packed_step_has_the_padded_loss_and_gradients",
+        ),
+    ),
+    Mutant(
+        "PCK3",
+        "rotary positions run on across the packed sequence instead of restarting in each utterance",
+        PACKING,
+        "positions=index - document * n,",
+        "positions=torch.arange(index.numel(), device=mask.device),",
+        (
+            PACKING_TESTS + "::test_pack_mask_places_every_real_frame",
+            PACKING_TESTS + "::test_packed_step_has_the_padded_loss_and_gradients",
+        ),
+    ),
+    Mutant(
+        "PCK4",
+        "every packed frame is modulated with the first utterance's time",
+        PACKING,
+        "return v[:, None] if packing is None else v.index_select(0, packing.document)[None]",
+        "return v[:, None] if packing is None else v[:1]",
+        (PACKING_TESTS + "::test_packed_step_has_the_padded_loss_and_gradients",),
+    ),
+    Mutant(
+        "PCK6",
+        "the packed modulation's backward gives the whole batch's gradient to the first utterance's time vector",
+        PACKING,
+        "grad_v = per_frame.new_zeros(v.shape).index_add_(0, document, per_frame).to(v.dtype)",
+        "grad_v = per_frame.new_zeros(v.shape).index_add_(0, document * 0, per_frame).to(v.dtype)",
+        (PACKING_TESTS + "::test_packed_step_has_the_padded_loss_and_gradients",),
+    ),
+    Mutant(
+        "PCK5",
+        "a model whose padded attention sees padding is packed anyway (its function silently changes)",
+        "f5lite/config/schema.py",
+        "        if not self.model.attn_mask_enabled:",
+        "        if False:",
+        (PACKING_TESTS + "::test_config_refuses_packing_before_any_work",),
+    ),
+    Mutant(
+        "SP1",
+        "step profile: the GEMM rules come before attention's (flash kernels on cutlass types count as matmuls)",
+        "f5lite/bench/step_profile.py",
+        '    ("attention", ("flash", "fmha", "attention", "sdpa", "flex")),\n    ("optimizer", ("adam",)),',
+        '    ("optimizer", ("adam",)),\n    ("matmul", ("cutlass",)),\n    ("attention", ("flash", "fmha", "attention", "sdpa", "flex")),',
+        (STEP_PROFILE + "::test_kernel_and_operator_names_fall_in_their_category",),
+    ),
+    Mutant(
+        "SP2",
+        "step profile: idle gaps from the sum of kernel times, overlapping kernels counted twice",
+        "f5lite/bench/step_profile.py",
+        "union_length(((r.start, r.end) for r in work), window)",
+        "sum(r.end - r.start for r in work)",
+        (STEP_PROFILE + "::test_a_step_splits_into_kernels_ranges_and_idle_gaps",),
+    ),
+    Mutant(
+        "SP3",
+        "step profile: the optimizer range is ignored, its kernels counted as elementwise work and GEMMs",
+        "f5lite/bench/step_profile.py",
+        "        elif _inside(row, optimizer):",
+        "        elif False:",
+        (STEP_PROFILE + "::test_a_step_splits_into_kernels_ranges_and_idle_gaps",),
+    ),
+    Mutant(
+        "SP4",
+        "the benchmark's step marks no optimizer or EMA range when profiled",
+        "scripts/compare_f5tts_train.py",
+        "    if _PROFILED is None:",
+        "    if True:",
+        (COMPARE_TRAIN + "::test_a_real_cpu_profile_of_the_tiny_model_splits_the_step",),
+    ),
+    Mutant(
+        "SP5",
+        "MFU counts FLOPs on padded frames (a packed and a padded step no longer compare)",
+        "scripts/compare_f5tts_train.py",
+        "training_flops(backbone, args.mel_lengths, args.text_lengths)",
+        "training_flops(backbone, [max(args.mel_lengths)] * len(args.mel_lengths), args.text_lengths)",
+        (COMPARE_TRAIN + "::test_gpu_rows_carry_memory_and_mfu",),
+    ),
+    Mutant(
+        "SP6",
+        "the training comparison writes its results only at the end (a device call cut short loses all)",
+        "scripts/compare_f5tts_train.py",
+        "        if not args.no_write:  # now, not at the end",
+        "        if False:  # now, not at the end",
+        (COMPARE_TRAIN + "::test_each_result_is_written_when_it_exists_and_a_failure_stops_nothing",),
     ),
     Mutant(
         "control",

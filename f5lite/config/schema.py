@@ -19,7 +19,7 @@ from f5lite.config.model import ModelConfig
 from f5lite.metrics.items import LANGUAGES, METRIC_KEYS, METRIC_NAMES
 from f5lite.models.ac import AC_MODES
 from f5lite.models.attention import SDPA_BACKENDS
-from f5lite.models.compile import COMPILE_MODES
+from f5lite.models.compile import COMPILE_MODES, COMPILE_SCOPES
 from f5lite.models.dropout import DROPOUT_KERNELS
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.sampling.options import SamplerOptions
@@ -182,6 +182,10 @@ class PerfConfig:
     compile_mode: str = "default"
     """torch.compile mode: `default` or `max-autotune-no-cudagraphs` (CUDA graphs modes record one graph per
     batch shape, which variable-length speech batches turn into a memory leak)."""
+    compile_scope: str = "blocks"
+    """What `perf.compile=true` compiles: `blocks` (each block, one graph they share) or `model` (the blocks, and
+    each other module of the backbone that runs in every step, each in place: the time, text and input embeddings,
+    the output norm and projection). Values other than `blocks` need `perf.compile=true`."""
     compile_dynamic: bool | None = None
     """torch.compile `dynamic`: null marks a length dynamic after it first changes, true starts dynamic. `false`
     (one graph per shape) is refused: batches vary in size as well as length, so the shapes are unbounded and
@@ -192,11 +196,22 @@ class PerfConfig:
     """Allow TF32 matmuls and convolutions on Ampere and newer GPUs (faster float32 work, 10-bit mantissa)."""
     pin_memory: bool = True
     """Pin batch memory so host-to-GPU copies run asynchronously (ignored without CUDA)."""
+    fp8: bool = False
+    """FP8 training (torchao's float8 training, one dynamic scale per tensor) of the Linear layers inside the blocks
+    whose widths are multiples of 16; parameters, optimizer state, EMA and exports keep their dtypes and keys. Needs
+    a CUDA GPU of compute capability 8.9 or newer (Ada, Hopper, Blackwell), `perf.precision=bf16` and the `fp8`
+    extra (`pip install 'f5lite[fp8]'`); checked before any work. Use it with `perf.compile=true`, as torchao
+    advises: the compiler fuses the casts to FP8 into the surrounding kernels, which run uncompiled as passes of
+    their own."""
     ac: ACConfig = field(default_factory=ACConfig)
     """Activation checkpointing."""
     memory_budget: float = 1.0
     """Compiler activation memory budget in [0, 1]: 1 keeps what the partitioner would save, lower values make the
     compiled backward recompute more to save memory. Values below 1 need `perf.compile=true`."""
+    pack: bool = False
+    """Pack each batch's utterances into one sequence with per-utterance attention (DiT only), so the blocks do no
+    work on padding. It computes what the padded batch computes with its keys masked, so it needs
+    `model.attn_mask_enabled=true`; on a CUDA GPU in bf16/fp16 attention runs varlen flash attention."""
     dropout: str = "auto"
     """Dropout kernel in training: `bits` (four 16-bit masks from one 64-bit random draw, a fifth of torch's cost
     on a CPU; p rounded to 1/65536), `torch` (`nn.Dropout`), or `auto` (`bits` on a CPU without compile)."""
@@ -204,6 +219,7 @@ class PerfConfig:
     def __post_init__(self) -> None:
         check_choice("perf.precision", self.precision, PRECISIONS)
         check_choice("perf.compile_mode", self.compile_mode, COMPILE_MODES)
+        check_choice("perf.compile_scope", self.compile_scope, COMPILE_SCOPES)
         check_choice("perf.sdpa_backend", self.sdpa_backend, SDPA_BACKENDS)
         check_range("perf.memory_budget", self.memory_budget, 0.0, 1.0)
         check_choice("perf.dropout", self.dropout, DROPOUT_KERNELS)
@@ -221,6 +237,18 @@ class PerfConfig:
             raise ValueError(
                 f"perf.memory_budget={self.memory_budget!r} has no effect without perf.compile=true; "
                 "set perf.compile=true or leave perf.memory_budget=1.0"
+            )
+        if self.compile_scope != "blocks" and not self.compile:
+            raise ValueError(
+                f"perf.compile_scope={self.compile_scope} needs perf.compile=true; set it or leave "
+                "perf.compile_scope=blocks"
+            )
+        if self.fp8 and self.precision != "bf16":
+            # torchao's float8 training is made and tested for bf16 autocast; fp16's loss scaling on top of FP8's
+            # own per-tensor scales is not, and fp32 would cast every FP8 result back up for nothing.
+            raise ValueError(
+                f"perf.fp8=true needs perf.precision=bf16 (torchao's fp8 training runs under bf16 autocast), "
+                f"not {self.precision}"
             )
 
 
@@ -581,6 +609,19 @@ class TrainConfig:
             raise ValueError(
                 f"perf.memory_budget={self.perf.memory_budget} with model.dropout={self.model.dropout} gives wrong "
                 "gradients (pytorch/pytorch#190758); set model.dropout=0 or perf.memory_budget=1.0"
+            )
+
+        if self.perf.pack and self.model is not MISSING:
+            self._check_packing()
+
+    def _check_packing(self) -> None:
+        """`perf.pack` is a DiT's, and changes nothing it computes only when padded keys are masked already."""
+        if self.model.backbone != "dit":
+            raise ValueError(f"perf.pack=true packs DiT backbones only; model.backbone={self.model.backbone!r}")
+        if not self.model.attn_mask_enabled:
+            raise ValueError(
+                "perf.pack=true needs model.attn_mask_enabled=true: packed attention never sees padding, which "
+                "this model's padded attention does (as F5-TTS's); set model.attn_mask_enabled=true too"
             )
 
     def _check_prompt_metric(self, key: str) -> None:

@@ -22,6 +22,7 @@ from torch import nn
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from f5lite.models.build import backbone_blocks
+from f5lite.models.packing import VARLEN_OPS
 
 AC_MODES = ("none", "full", "selective")
 """Accepted `mode` values (also `perf.ac.mode` in the training config)."""
@@ -39,6 +40,7 @@ _SAVE_OPS = {
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
     torch.ops.aten._scaled_dot_product_efficient_attention.default,
     torch.ops.aten._scaled_dot_product_cudnn_attention.default,
+    *VARLEN_OPS,
 }
 
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from f5lite.models.packing import Packing, packed_attention
 from f5lite.models.rope import Rope, apply_rope
 
 QK_NORMS = (None, "rms_norm")
@@ -130,23 +131,29 @@ class Attention(nn.Module):
         self.k_norm = _qk_norm(qk_norm, dim_head)
         self.to_out = nn.ModuleList([nn.Linear(inner, dim), nn.Dropout(dropout)])
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, rope: Rope) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, rope: Rope, packing: Packing | None = None
+    ) -> torch.Tensor:
         """Attend over the sequence.
 
         Args:
-            x: `[b, n, d]`.
+            x: `[b, n, d]`, or `[1, N, d]` packed (then `mask` is None).
             mask: `[b, n]` bool, True = real frame, or None.
-            rope: `(cos, sin)` `[n, dh]`.
+            rope: `(cos, sin)` `[n, dh]` (`[N, dh]` packed: each frame's position in its utterance).
+            packing: the batch's packing when `x` is packed: each frame attends to its own utterance only.
 
         Returns:
-            `[b, n, d]`, zero at padded frames.
+            Like `x`, zero at padded frames.
         """
         q, k, v = _heads(self.to_q(x), self.heads), _heads(self.to_k(x), self.heads), _heads(self.to_v(x), self.heads)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = _rope_first_heads(q, rope, self.rope_heads), _rope_first_heads(k, rope, self.rope_heads)
-        key_mask = mask[:, None, None, :] if self.mask_keys and mask is not None else None
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
+        if packing is not None:
+            out = packed_attention(q, k, v, packing)
+        else:
+            key_mask = mask[:, None, None, :] if self.mask_keys and mask is not None else None
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
         out = self.to_out[1](self.to_out[0](out.transpose(1, 2).flatten(2)))
         if mask is not None:
             out = out.masked_fill(~mask[..., None], 0.0)

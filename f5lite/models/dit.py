@@ -30,6 +30,7 @@ from f5lite.models.layers import (
     modulate_residual,
     time_vector,
 )
+from f5lite.models.packing import Packing, pack_mask, spread, spread_mul
 from f5lite.models.rope import Rope, RotaryEmbedding
 from f5lite.models.text_embed import FrameTextEmbedding
 from f5lite.sampling.backbone import Backbone
@@ -58,22 +59,25 @@ class DiTBlock(nn.Module):
         self.ff_norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
         self.ff = FeedForward(dim, ff_mult, dropout)
 
-    def forward(self, x: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None, rope: Rope) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None, rope: Rope, packing: Packing | None = None
+    ) -> torch.Tensor:
         """One block.
 
         Args:
-            x: `[b, n, d]`.
+            x: `[b, n, d]`, or `[1, N, d]` packed (then `mask` is None).
             t: time embedding `[b, d]`.
             mask: `[b, n]` bool or None.
-            rope: `(cos, sin)` `[n, dh]`.
+            rope: `(cos, sin)` `[n, dh]` (`[N, dh]` packed).
+            packing: the batch's packing when `x` is packed.
 
         Returns:
-            `[b, n, d]`.
+            Like `x`.
         """
-        h, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.attn_norm(x, t)
-        x = modulate_residual(x, gate_msa, self.attn(h, mask, rope))
-        h = self.ff_norm(x) * (1 + scale_mlp[:, None]) + shift_mlp[:, None]
-        return modulate_residual(x, gate_mlp, self.ff(h))
+        h, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.attn_norm(x, t, packing)
+        x = modulate_residual(x, gate_msa, self.attn(h, mask, rope, packing), packing)
+        h = spread_mul(self.ff_norm(x), 1 + scale_mlp, packing) + spread(shift_mlp, packing)
+        return modulate_residual(x, gate_mlp, self.ff(h), packing)
 
 
 class DiT(Backbone):
@@ -115,6 +119,8 @@ class DiT(Backbone):
         self.long_skip_connection = nn.Linear(dim * 2, dim, bias=False) if long_skip_connection else None
         self.norm_out = AdaLayerNormFinal(dim)
         self.proj_out = nn.Linear(dim, mel_dim)
+        self.packed = False
+        """Run masked batches packed (`apply_packing`); not a parameter, so state-dict keys are unchanged."""
         # AdaLN-Zero: an untrained model outputs exactly zero and every block starts as the identity.
         for layer in [b.attn_norm.linear for b in blocks] + [self.norm_out.linear, self.proj_out]:
             nn.init.zeros_(layer.weight)
@@ -151,6 +157,8 @@ class DiT(Backbone):
         if text_embed is None:
             text_embed = self.embed_text(text, n, mask, drop_text)
         h = self.input_embed(x, cond, text_embed, drop_audio_cond, mask)
+        if self.packed and mask is not None:
+            return self._packed_blocks(h, t, pack_mask(mask))
         rope = self.rotary_embed(n)
         skip = h
         for block in self.transformer_blocks:
@@ -158,3 +166,22 @@ class DiT(Backbone):
         if self.long_skip_connection is not None:
             h = self.long_skip_connection(torch.cat((h, skip), dim=-1))
         return self.proj_out(self.norm_out(h, t))
+
+    def _packed_blocks(self, h: torch.Tensor, t: torch.Tensor, packing: Packing) -> torch.Tensor:
+        """The blocks and the output head on the real frames only.
+
+        Args:
+            h: the input embedding `[b, n, d]`.
+            t: the time embedding `[b, d]`.
+            packing: the batch's packing.
+
+        Returns:
+            velocity `[b, n, mel]`, zero at padded frames (which the loss never reads).
+        """
+        rope = packing.rope(self.rotary_embed(packing.max_len))
+        h = skip = packing.pack(h)
+        for block in self.transformer_blocks:
+            h = block(h, t, None, rope, packing)
+        if self.long_skip_connection is not None:
+            h = self.long_skip_connection(torch.cat((h, skip), dim=-1))
+        return packing.unpack(self.proj_out(self.norm_out(h, t, packing)))

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from f5lite.models.packing import Packing, spread, spread_mul
 from f5lite.sampling.backbone import DropFlag  # the contract's, for the building blocks' signatures
 
 # F5-TTS embeds the flow time with a 256-channel sinusoid of 1000 * t.
@@ -176,19 +177,20 @@ class AdaLayerNorm(nn.Module):
         self.norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
 
     def forward(
-        self, x: torch.Tensor, t: torch.Tensor
+        self, x: torch.Tensor, t: torch.Tensor, packing: Packing | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Modulate `x` for attention and return the remaining modulations.
 
         Args:
-            x: `[b, n, d]`.
+            x: `[b, n, d]`, or `[1, N, d]` packed.
             t: time embedding `[b, d]`.
+            packing: the batch's packing when `x` is packed.
 
         Returns:
-            `(normed x [b, n, d], gate_msa, shift_mlp, scale_mlp, gate_mlp)`, the last four `[b, d]`.
+            `(normed x like x, gate_msa, shift_mlp, scale_mlp, gate_mlp)`, the last four `[b, d]`.
         """
         shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.linear(self.silu(t)).chunk(6, dim=1)
-        h = self.norm(x) * (1 + scale_msa[:, None]) + shift_msa[:, None]
+        h = spread_mul(self.norm(x), 1 + scale_msa, packing) + spread(shift_msa, packing)
         return h, gate_msa, shift_mlp, scale_mlp, gate_mlp
 
 
@@ -201,10 +203,10 @@ class AdaLayerNormFinal(nn.Module):
         self.linear = nn.Linear(dim, dim * 2)
         self.norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
 
-    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        """Modulate `x [b, n, d]` with `t [b, d]`."""
+    def forward(self, x: torch.Tensor, t: torch.Tensor, packing: Packing | None = None) -> torch.Tensor:
+        """Modulate `x [b, n, d]` (or `[1, N, d]` with its `packing`) with `t [b, d]`."""
         scale, shift = self.linear(self.silu(t)).chunk(2, dim=1)
-        return self.norm(x) * (1 + scale[:, None]) + shift[:, None]
+        return spread_mul(self.norm(x), 1 + scale, packing) + spread(shift, packing)
 
 
 class ScaledRMSNorm(nn.Module):
@@ -228,9 +230,11 @@ def drop_rows(x: torch.Tensor, drop: DropFlag) -> torch.Tensor:
     return torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
 
 
-def modulate_residual(x: torch.Tensor, gate: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-    """`x + gate * h` with a per-sample gate `[b, d]` broadcast over frames."""
-    return x + gate[:, None] * h
+def modulate_residual(
+    x: torch.Tensor, gate: torch.Tensor, h: torch.Tensor, packing: Packing | None = None
+) -> torch.Tensor:
+    """`x + gate * h` with a per-sample gate `[b, d]` spread over frames (`[b, n, d]`, or `[1, N, d]` packed)."""
+    return x + spread_mul(h, gate, packing)
 
 
 class InputEmbedding(nn.Module):

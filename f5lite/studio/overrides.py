@@ -47,7 +47,7 @@ ALLOWED = DERIVED | frozenset(
         *(f"optim.{k}" for k in ("betas", "weight_decay", "eps", "grad_accum", "max_grad_norm", "max_bad_updates")),
         # Speed and memory.
         *(f"perf.{k}" for k in ("compile", "compile_mode", "compile_dynamic", "sdpa_backend", "tf32", "pin_memory")),
-        *(f"perf.{k}" for k in ("ac.mode", "ac.every_n", "memory_budget", "dropout")),
+        *(f"perf.{k}" for k in ("ac.mode", "ac.every_n", "memory_budget", "dropout", "compile_scope", "fp8", "pack")),
         *(f"ema.{k}" for k in ("decay", "update_every", "update_after", "device")),
         # The architecture's hyper-parameters (every family's; the schema refuses one its family lacks).
         *(f"model.{k}" for k in ("dim", "depth", "heads", "dim_head", "dropout", "ff_mult", "mel_dim")),

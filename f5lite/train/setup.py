@@ -8,7 +8,11 @@
 4. move to the device;
 5. the EMA copy, from the plain module (so its keys are the plain state-dict keys);
 6. `perf.dropout`: the dropout kernel (`apply_dropout`; `auto` is the cheap-mask kernel on a CPU without compile);
-7. `perf.ac`: activation checkpointing (`apply_ac`), then 8. `perf.compile`: per-block compile (`apply_compile`);
+7. `perf.ac`: activation checkpointing (`apply_ac`), then 8. `perf.fp8`: FP8 training of the blocks' Linears
+   (`apply_fp8`: same parameters, so the EMA and checkpoints are unchanged; where FP8 cannot run, the launch is
+   refused before step 1), then `perf.compile`: per-block compile (`apply_compile`; `perf.compile_scope=model` also
+   compiles the backbone's other per-step modules), after the FP8 conversion as torchao advises;
+   `perf.pack` (`apply_packing`) only changes how the DiT lays out a masked batch, so it may come anywhere here;
 9. the optimizer (fused AdamW over the trainable parameters).
 
 The trainer then wraps the model in the flow objective and hands both to accelerate (DDP/FSDP, mixed precision).
@@ -24,7 +28,16 @@ import torch
 from torch import nn
 
 from f5lite.config import TrainConfig
-from f5lite.models import apply_ac, apply_compile, apply_dropout, build_backbone_from_config, resolve_dropout_kernel
+from f5lite.models import (
+    apply_ac,
+    apply_compile,
+    apply_dropout,
+    apply_fp8,
+    apply_packing,
+    build_backbone_from_config,
+    check_fp8,
+    resolve_dropout_kernel,
+)
 from f5lite.storage.lora import LoraSettings, add_lora
 from f5lite.storage.model_sources import TEXT_TABLE, run_backbone
 from f5lite.text import Vocab
@@ -59,8 +72,10 @@ def build_model(
 
     Raises:
         ValueError: unreadable or mismatched `init.weights`, a vocab that does not extend the pretrained one,
-            LoRA without peft or without a matching layer.
+            LoRA without peft or without a matching layer, `perf.fp8` where FP8 cannot run (checked first).
     """
+    if cfg.perf.fp8:
+        check_fp8(device)
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
     # A distillation's student wraps the backbone before the weights are in: a second stage starts from a student.
     backbone = run_backbone(cfg, build_backbone_from_config(cfg.model, num_embeds))
@@ -80,10 +95,15 @@ def build_model(
         else None
     )
     apply_dropout(backbone, resolve_dropout_kernel(cfg.perf.dropout, device, cfg.perf.compile))
+    if cfg.perf.pack:
+        apply_packing(backbone)
     apply_ac(backbone, cfg.perf.ac.mode, cfg.perf.ac.every_n)
+    if cfg.perf.fp8:
+        apply_fp8(backbone)
     if cfg.perf.compile:
         apply_compile(
             backbone,
+            scope=cfg.perf.compile_scope,
             mode=cfg.perf.compile_mode,
             dynamic=cfg.perf.compile_dynamic,
             memory_budget=cfg.perf.memory_budget if cfg.perf.memory_budget < 1.0 else None,

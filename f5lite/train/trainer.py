@@ -38,6 +38,7 @@ from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models.attention import describe_sdpa, sdpa_backend
 from f5lite.models.cfm import CFM
 from f5lite.models.distill import StudentBackbone
+from f5lite.models.packing import describe_packing
 from f5lite.storage.lock import RunLock
 from f5lite.storage.lora import LoraSettings, merge_lora
 from f5lite.storage.model_sources import LoadedSource
@@ -221,6 +222,8 @@ class Trainer:
             write_run_files(self.run_dir, cfg, vocab)
             self.store.tidy()
             log.info("attention: %s", self._sdpa_kernel())  # once, and only for a launch that goes ahead
+            if self.cfg.perf.pack:
+                log.info("attention: %s", describe_packing(self.device, self._attention_dtype()))
         self.acc.wait_for_everyone()
 
     def _reduce(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
@@ -354,10 +357,18 @@ class Trainer:
     def _sdpa_kernel(self) -> str:
         """Which attention kernel the training step's attention runs, for the start-up log line."""
         model = self.cfg.model
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.cfg.perf.precision, torch.float32)
         return describe_sdpa(
-            self.cfg.perf.sdpa_backend, self.device, dtype, model.heads, model.dim_head, bool(model.attn_mask_enabled)
+            self.cfg.perf.sdpa_backend,
+            self.device,
+            self._attention_dtype(),
+            model.heads,
+            model.dim_head,
+            bool(model.attn_mask_enabled),
         )
+
+    def _attention_dtype(self) -> torch.dtype:
+        """The dtype attention sees: the autocast dtype under mixed precision."""
+        return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.cfg.perf.precision, torch.float32)
 
     def _attention(self) -> contextlib.AbstractContextManager[None]:
         return sdpa_backend(self.cfg.perf.sdpa_backend)

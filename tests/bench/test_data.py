@@ -23,6 +23,7 @@ def load(name: str) -> ModuleType:
     return module
 
 
+@pytest.mark.heavy
 def test_bench_data_quick_records_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = load("bench_data")
     argv = ["--quick", "--kinds", "mels", "--workers", "0,1", "--out-dir", str(tmp_path)]

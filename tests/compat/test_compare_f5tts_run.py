@@ -135,6 +135,7 @@ def test_f5lite_half_runs_and_writes_results(cmp, tmp_path, capsys) -> None:
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["f5lite"]["updates"] == 2
 
 
+@pytest.mark.heavy
 def test_f5lite_mels_are_the_same_clips_with_a_cache(cmp, tmp_path) -> None:
     demo = Path(demo_dir())
     clips = cmp.demo_clips(demo)
@@ -144,3 +145,50 @@ def test_f5lite_mels_are_the_same_clips_with_a_cache(cmp, tmp_path) -> None:
     assert sorted(c["recording"]["sources"][0]["source"] for c in cuts) == sorted(c["audio_path"] for c in clips)
     assert all((prepared / c["custom"]["mel_path"]).is_file() for c in cuts)
     assert (prepared / "vocab.txt").read_text() == (demo / "vocab.txt").read_text()  # same token ids
+
+
+def test_f5tts_side_compiles_its_dit_as_its_users_do(cmp, demo_format, tmp_path, monkeypatch) -> None:
+    """`--f5tts-compile`: the F5-TTS process wraps its DiT's `forward` in `torch.compile` before building its Trainer
+    (as `compare_f5tts_train.py`'s `F5-TTS bf16 + compile`), and only then; the trainer is a stand-in here."""
+    pytest.importorskip("f5_tts.model")
+    import f5_tts.model
+    import torch
+
+    assert cmp.parse_args(["--f5tts-compile", "--sides", "f5lite"]).f5tts_compile
+    assert not cmp.parse_args(["--sides", "f5lite"]).f5tts_compile
+    compiled: list[object] = []
+    built: list[object] = []
+
+    def fake_compile(fn, *args, **kwargs):
+        compiled.append(fn)
+
+        def wrapper(*a, **k):
+            return fn(*a, **k)
+
+        wrapper.compiled = True
+        return wrapper
+
+    class Trainer:
+        def __init__(self, model, **kwargs) -> None:
+            built.append(model)
+            self.model = model
+            self.ema_model = type("EMA", (), {"update": lambda self: None})()
+
+        def save_checkpoint(self, update, last=False) -> None: ...
+
+        def train(self, dataset, **kwargs) -> None: ...
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    monkeypatch.setattr(f5_tts.model, "Trainer", Trainer)
+    monkeypatch.setattr(cmp, "patch_torchaudio_load", lambda: None)
+    data, _ = demo_format
+    spec = {"model": cmp.MODELS["tiny"], "seed": 0, "epochs": 1, "lr": 1e-4, "warmup": 1, "ckpt_every": 1}
+    spec |= {"run_dir": str(tmp_path), "frames": 800, "max_samples": 4, "precision": "no", "workers": 1}
+    spec |= {"ema_decay": 0.99, "ema_update_every": 1, "ema_update_after": 0, "f5tts_data": str(data)}
+    for flag in (False, True):
+        compiled.clear()
+        assert cmp.run_f5tts_child({**spec, "f5tts_compile": flag}, cmp.Events()) == 0
+        backbone = built[-1].transformer
+        assert len(compiled) == int(flag) and getattr(backbone.forward, "compiled", False) == flag
+        if flag:
+            assert compiled[0].__self__ is backbone  # the DiT's own bound forward, not the CFM's

@@ -18,6 +18,7 @@ from support.golden import assert_golden
 
 import f5lite
 from f5lite.bench import training_flops
+from f5lite.bench.lengths import speech_batch
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compare_f5tts_train.py"
 TINY = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0"]
@@ -47,9 +48,97 @@ def test_options(script: ModuleType) -> None:
     assert (args.rounds, args.mel_lengths, args.text_lengths) == (3, [300, 340, 370, 400], [72, 80, 85, 90])
     assert args.configs == list(script.DEFAULT_CONFIGS)
     assert script.parse_args(["--configs", "f5lite fp32,F5-TTS bf16"]).configs == ["f5lite fp32", "F5-TTS bf16"]
-    for bad in (["--configs", "nope"], ["--mel-lengths", "1,2", "--text-lengths", "1"], ["--rounds", "0"]):
+    for bad in (
+        ["--configs", "nope"],
+        ["--mel-lengths", "1,2", "--text-lengths", "1"],
+        ["--rounds", "0"],
+        ["--frames", "100"],  # a budget without --lengths-from
+    ):
         with pytest.raises(SystemExit):
             script.parse_args(bad)
+
+
+def test_a_speech_like_batch_replaces_the_given_lengths(script: ModuleType) -> None:
+    """`--lengths-from`: the drawn batch is what the workers get, spelled out; its padded size is the budget's."""
+    args = script.parse_args(["--lengths-from", "shuffled", "--frames", "38400"])
+    assert (args.mel_lengths, args.text_lengths) == speech_batch("shuffled", 38_400)
+    assert len(args.mel_lengths) * max(args.mel_lengths) <= 38_400
+    default = script.parse_args(["--lengths-from", "bucket"])  # the budget defaults to the given lengths' sum
+    assert default.mel_lengths == speech_batch("bucket", 300 + 340 + 370 + 400)[0]
+    command = script.config("f5lite bf16", args).argv
+    assert command[command.index("--mel-lengths") + 1] == ",".join(map(str, args.mel_lengths))
+    assert "--lengths-from" not in command
+
+
+def test_fp8_configurations_are_skipped_on_a_cpu_in_one_line(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fp8 = ["f5lite bf16 + compile + fp8", "f5lite bf16 + compile + pack + fp8"]
+    assert all(script.CONFIGS[label].fp8 for label in fp8) and not script.CONFIGS["f5lite bf16 + compile + pack"].fp8
+    assert script.main([*TINY, "--rounds", "1", "--configs", ",".join(fp8), "--out-dir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("skipped on the CPU" in line and "8.9" in line for line in err)
+    result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
+    assert set(result["skipped"]) == set(fp8) and result["configs"] == {} and result["failed"] == {}
+    assert "f5lite bf16 + compile + fp8: skipped" in (tmp_path / "f5tts_train_cpu.md").read_text()
+
+
+def test_each_result_is_written_when_it_exists_and_a_failure_stops_nothing(
+    script: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A benchmark cut short keeps what it measured: the files hold each run once it ends; a failed one is one line."""
+    seen: list[set[str]] = []
+    record = {"step_s": 0.5, "peak_rss_bytes": 1e9}
+
+    def fake(label: str, args: object) -> object:
+        if label == "f5lite fp32":
+            return script.sbs.Config(label, [sys.executable, "-c", "import sys; sys.exit('out of memory')"])
+        code = f"import json; print(json.dumps({{**{record!r}, 'label': {label!r}}}))"
+        return script.sbs.Config(label, [sys.executable, "-c", code])
+
+    write = script.sbs.write_results
+
+    def spy(path: Path, document: dict, markdown: str) -> None:
+        seen.append(set(document["configs"]))
+        write(path, document, markdown)
+
+    monkeypatch.setattr(script, "config", fake)
+    monkeypatch.setattr(script.sbs, "write_results", spy)
+    configs = "f5lite bf16,f5lite fp32,f5lite bf16 + compile"
+    assert script.main([*TINY, "--rounds", "1", "--configs", configs, "--out-dir", str(tmp_path)]) == 1
+    assert seen == [{"f5lite bf16"}, {"f5lite bf16"}, {"f5lite bf16", "f5lite bf16 + compile"}]
+    result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
+    assert set(result["configs"]) == {"f5lite bf16", "f5lite bf16 + compile"}
+    assert result["failed"] == {"f5lite fp32": "'f5lite fp32' failed in round 1: exit 1: out of memory"}
+    assert "compare_f5tts_train.py: 'f5lite fp32' failed in round 1" in capsys.readouterr().err
+
+
+def test_a_real_cpu_profile_of_the_tiny_model_splits_the_step(script: ModuleType) -> None:
+    """torch.profiler on one f5lite step of the tiny preset: the optimizer and EMA ranges are marked, attention is
+    attention (not a matmul), and the categories with idle add up to the profiled step."""
+    from f5lite.bench.step_profile import CATEGORIES, EMA_RANGE, OPTIMIZER_RANGE, category_of, profiler_rows
+
+    torch.set_num_threads(1)
+    batch = script.synthetic_batch([24, 32], [6, 8], torch.device("cpu"))
+    step = script.f5lite_step(script.CONFIGS["f5lite fp32"], script.PRESETS["tiny"], batch, script.NO_DROP)
+    step(0)
+    report = script.profile_step(step, 1, torch.device("cpu"), top=5)
+    cats = report["categories"]
+    assert list(cats) == list(CATEGORIES) and report["basis"] == "CPU operators (self time)"
+    assert report["ranges"] == {"optimizer": 1, "ema": 1}  # the step marked them: their work is attributed by time
+    for category in ("matmul", "attention", "elementwise", "optimizer"):
+        assert cats[category]["ms"] > 0, category
+    assert "attention" not in " ".join(op["op"] for op in report["ops"] if category_of(op["op"]) == "matmul")
+    total = sum(cell["ms"] for cell in cats.values())
+    assert total == pytest.approx(report["step_ms"], rel=0.1)  # self times + idle cover the step once
+    assert len(report["ops"]) == 5 and report["ops"][0]["ms"] >= report["ops"][-1]["ms"] > 0
+
+    # The ranges are in the profile because the step marks them, and only while it is profiled.
+    from torch.profiler import profile
+
+    with profile() as prof:
+        step(2)
+    assert not {OPTIMIZER_RANGE, EMA_RANGE} & {row.name for row in profiler_rows(prof, "cpu")}
 
 
 def test_missing_f5tts_is_one_clear_line(
@@ -98,13 +187,15 @@ def test_summary_ratios(script: ModuleType) -> None:
 
 def test_gpu_rows_carry_memory_and_mfu(script: ModuleType) -> None:
     """On a GPU: memory ratios from the GPU's peak (not the host RSS), and MFU from the analytic FLOPs and the table."""
-    args = script.parse_args(["--preset", "base", "--mel-lengths", "960,960", "--text-lengths", "200,200"])
+    args = script.parse_args(["--preset", "base", "--mel-lengths", "500,960", "--text-lengths", "100,200"])
     assert script.step_flops_over_peak(args, None) is None
     assert script.step_flops_over_peak(args, "Some Unknown GPU") is None
     flops = script.step_flops_over_peak(args, "NVIDIA H100 80GB HBM3")
     with torch.device("meta"):
         backbone = f5lite.build_backbone("dit", **script.PRESETS["base"], text_num_embeds=script.VOCAB)
-    assert flops == pytest.approx(training_flops(backbone, [960, 960], [200, 200]) / 989.4e12, rel=1e-9)
+    # Model FLOPs of the real frames only: a padded step and a packed one of these utterances count the same.
+    assert flops == pytest.approx(training_flops(backbone, [500, 960], [100, 200]) / 989.4e12, rel=1e-9)
+    assert flops < training_flops(backbone, [960, 960], [200, 200]) / 989.4e12
     assert script.step_flops_over_peak(args, "NVIDIA H200") == pytest.approx(flops)  # the same peak in the table
 
     def rec(step: float, gpu_gb: float) -> dict[str, float]:
@@ -175,13 +266,17 @@ def test_profile_reports_where_one_step_spends_its_time(
     capsys.readouterr()
     result = json.loads((tmp_path / "f5tts_train_cpu.json").read_text())
     bits, plain = (result["configs"][k]["profile"] for k in ("f5lite fp32", "f5lite fp32 (torch dropout)"))
-    for rows in (bits, plain):
+    for prof in (bits, plain):
+        rows = prof["ops"]
         assert len(rows) == 5 and all(r["ms"] > 0 and r["calls"] > 0 for r in rows)
         shares = [r["share"] for r in rows]
         assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
+        assert prof["categories"]["attention"]["ms"] > 0 and prof["categories"]["optimizer"]["ms"] > 0
     md = (tmp_path / "f5tts_train_cpu.md").read_text()
-    assert "Where one step's time goes" in md
-    assert f"| `{bits[0]['op']}` | {bits[0]['share']:.1%}" in md
+    assert "## Where one step's time goes" in md and "### f5lite fp32 (torch dropout)" in md
+    assert f"| `{bits['ops'][0]['op']}` | {bits['ops'][0]['ms']:.2f} | {bits['ops'][0]['share']:.1%}" in md
+    attention = bits["categories"]["attention"]
+    assert f"| attention | {attention['ms']:.2f} | {attention['share']:.1%} |" in md
 
 
 def test_dropout_ablation_switches_only_the_dropout_kernel(script: ModuleType) -> None:

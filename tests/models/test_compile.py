@@ -12,6 +12,10 @@ from torch._dynamo.testing import CompileCounterWithBackend
 from torch.utils.flop_counter import FlopCounterMode
 
 import f5lite
+import f5lite.train.setup as train_setup
+from f5lite.config import compose_config
+from f5lite.models.compile import per_step_modules
+from f5lite.models.distill import StudentBackbone
 
 
 @pytest.fixture(autouse=True)
@@ -136,3 +140,67 @@ def test_inference_compile_with_inductor_freezing_matches_eager() -> None:
     f5lite.apply_inference_compile(compiled)
     for frames in (30, 41, 52):  # a static graph, then a dynamic one for every later length
         torch.testing.assert_close(_sample(compiled, frames), _sample(eager, frames), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["dit", "mmdit", "unett"])
+def test_model_scope_also_compiles_the_per_step_modules_and_matches_eager(name: str) -> None:
+    eager, compiled = tiny_backbone(name), tiny_backbone(name)
+    counter = CompileCounterWithBackend("aot_eager")
+    f5lite.apply_compile(compiled, backend=counter, scope="model")
+    others = per_step_modules(compiled)
+    assert [n for n, _ in others] == [
+        "time_embed",
+        "text_embed",
+        "audio_embed" if name == "mmdit" else "input_embed",
+        "norm_out",
+        "proj_out",
+    ]
+    assert all(m._compiled_call_impl is not None for m in [*compiled.blocks, *(m for _, m in others)])
+    assert compiled.rotary_embed._compiled_call_impl is None
+    assert list(compiled.state_dict()) == list(eager.state_dict())
+
+    out_c, grads_c = forward_backward(compiled, tiny_batch(seed=1))
+    out_e, grads_e = forward_backward(eager, tiny_batch(seed=1))
+    # aot_eager runs eager's aten kernels; only the order of a few float32 roundings (eps 1.2e-7) may differ per op.
+    tol = 64 * torch.finfo(torch.float32).eps
+    torch.testing.assert_close(out_c, out_e, atol=tol, rtol=tol)
+    for gc, ge in zip(grads_c, grads_e, strict=True):
+        torch.testing.assert_close(gc, ge, atol=tol, rtol=tol)
+    # The blocks' graphs (DiT's blocks share one; MMDiT's last block, without a text output, and UNetT's second
+    # half, with skip projections, have one more each), then one per other module: each of them ran compiled.
+    assert counter.frame_count == {"dit": 1, "mmdit": 2, "unett": 2}[name] + len(others)
+
+    graphs = counter.frame_count
+    with torch.compiler.set_stance("fail_on_recompile"):
+        forward_backward(compiled, tiny_batch(seed=2))  # same padded length, new values
+    assert counter.frame_count == graphs
+
+
+def test_model_scope_compiles_a_students_step_embedding_and_its_backbones_modules() -> None:
+    student = StudentBackbone(tiny_backbone("dit"))
+    f5lite.apply_compile(student, backend="aot_eager", scope="model")
+    names = [n for n, _ in per_step_modules(student)]
+    assert names == [f"backbone.{n}" for n in ("time_embed", "text_embed", "input_embed", "norm_out", "proj_out")] + [
+        "step_embed"
+    ]
+    assert all(student.get_submodule(n)._compiled_call_impl is not None for n in names)
+
+
+def test_compile_scope_is_refused_without_compile_or_unknown() -> None:
+    with pytest.raises(ValueError, match=r"^perf\.compile_scope=model needs perf\.compile=true; set it or leave"):
+        compose_config(["+recipe=debug_tiny", "perf.compile_scope=model"])
+    with pytest.raises(ValueError, match=r"^perf\.compile_scope='all' is not valid; choose one of: blocks, model$"):
+        compose_config(["+recipe=debug_tiny", "perf.compile=true", "perf.compile_scope=all"])
+    with pytest.raises(ValueError, match=r"^perf\.compile_scope='all' is not valid"):
+        f5lite.apply_compile(tiny_backbone("dit"), backend="aot_eager", scope="all")
+    assert compose_config(["+recipe=debug_tiny", "perf.compile=true", "perf.compile_scope=model"]).perf.compile_scope
+
+
+def test_the_training_setup_compiles_the_configured_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = train_setup.apply_compile
+    monkeypatch.setattr(train_setup, "apply_compile", lambda m, **kw: real(m, **{**kw, "backend": "aot_eager"}))
+    for scope, head_compiled in (("blocks", False), ("model", True)):
+        cfg = compose_config(["+recipe=debug_tiny", "perf.compile=true", f"perf.compile_scope={scope}"])
+        backbone = train_setup.build_model(cfg, 10, None, torch.device("cpu"), with_ema=False).backbone
+        assert all(b._compiled_call_impl is not None for b in backbone.blocks)
+        assert all((m._compiled_call_impl is not None) == head_compiled for _, m in per_step_modules(backbone)), scope

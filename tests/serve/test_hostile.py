@@ -266,6 +266,7 @@ def test_a_web_page_from_elsewhere_is_refused(served) -> None:
     assert "csrf" not in httpx.get(f"{url}/v1/voices").text
 
 
+@pytest.mark.heavy
 def test_an_upload_being_transcribed_does_not_stop_other_requests(served) -> None:
     url, _, root = served
     rows = [line.split("|") for line in (demo_dir() / "metadata.csv").read_text().splitlines()[1:]]

@@ -186,6 +186,7 @@ def permuted(data: Path, root: Path, extra_token: str | None = None) -> Path:
     return root
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("extra_token", [None, "ß"], ids=["same size, another order", "another size"])
 def test_a_relaunch_with_another_vocab_is_refused_and_leaves_the_run_dir_as_it_was(
     tmp_path: Path, data: Path, extra_token: str | None

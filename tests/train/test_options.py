@@ -14,6 +14,7 @@ import torch
 from support.trainer_helpers import make
 
 import f5lite.train.setup as train_setup
+from f5lite.data.collate import MEL_PAD_VALUE
 from f5lite.train.seeding import seed_step
 from f5lite.train.trainer import Trainer
 
@@ -116,3 +117,25 @@ def test_accumulation_averages_the_micro_batch_gradients(tmp_path: Path) -> None
     for name, grad in grads.items():
         mean = (per_micro[0][name] + per_micro[1][name]) / 2
         assert (grad - mean).norm().item() <= 1e-6 * (mean.norm().item() + 1e-12), name
+
+
+def test_packing_through_the_trainer(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """perf.pack keeps the loss and gradients (fp32, within rounding) and saves no activations for padded frames."""
+    same = ("model.attn_mask_enabled=true", "model.dropout=0")  # dropout draws depend on the layout
+    padded = make(tmp_path, *same, name="padded")
+    with caplog.at_level("INFO", logger="f5lite"):
+        packed = make(tmp_path, *same, "perf.pack=true", name="packed")
+    batch = next(iter(padded.data.loader))
+    # The loader's batches are of like lengths (little padding: 4% here); cut every other utterance to a third, as
+    # an unsorted batch would have it, so that the padded step spends much of its work on padding.
+    batch.mel_lengths[::2] //= 3
+    keep = torch.arange(batch.mel.shape[1])[None, :] < batch.mel_lengths[:, None]
+    batch.mel.masked_fill_(~keep[..., None], MEL_PAD_VALUE)
+    padded_bytes, padded_grads, padded_loss = saved_bytes_and_grads(padded, batch)
+    packed_bytes, packed_grads, packed_loss = saved_bytes_and_grads(packed, batch)
+    # fp32 sums in another order (tests/models/test_packing.py measures and bounds it).
+    assert packed_loss == pytest.approx(padded_loss, rel=1e-5)
+    for name, grad in padded_grads.items():
+        torch.testing.assert_close(packed_grads[name], grad, rtol=1e-5, atol=1e-5 * grad.abs().max().item())
+    assert packed_bytes < padded_bytes
+    assert "perf.pack: attention in the padded layout (SDPA, padded keys masked) on cpu" in caplog.text

@@ -100,6 +100,7 @@ def test_exit_codes_and_one_line_errors(raw: Path, tmp_path: Path) -> None:
     assert "no speech: room.wav" in stdout and "Traceback" not in stderr
 
 
+@pytest.mark.heavy
 def test_a_second_run_on_the_same_out_is_refused_at_once_and_the_first_one_finishes(tmp_path: Path) -> None:
     raw, out = tmp_path / "raw", tmp_path / "out"
     build_recording(raw / "talk.wav", "us_female", 1)
