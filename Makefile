@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants demo bench bench-gpu docs lint fmt typecheck wheel-check clean
+.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus demo bench bench-gpu docs lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -18,20 +18,26 @@ help: ## List the targets
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,eval,transcribe,serve,studio,fp8]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,zh,ipa,eval,transcribe,serve,studio,fp8]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	$(BIN)/pip install --quiet --no-deps 'resemblyzer==0.1.4' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	touch $(STAMP)
 
-install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh, eval, transcribe, serve, studio and fp8 extras (torch pinned by constraints.txt)
+install: $(STAMP) ## Make .venv and install f5lite editable with the dev, zh, ipa, eval, transcribe, serve, studio and fp8 extras (torch pinned by constraints.txt)
 
 # Two workers, a test file each at a time (its module fixtures, servers and studios, start once): many tests wait on
 # processes and sockets, so the suite takes about 0.8 of its serial time on two cores.
 TEST_WORKERS ?= 2
-test: $(STAMP) ## Run the CPU test suite (installs first when needed) on TEST_WORKERS workers
+# espeak-ng (the ipa tokenizer, the speech corpus) from Debian's packages when missing, as root or through sudo; where
+# it cannot be installed, the tests that need it skip and say so.
+ESPEAK := /usr/bin/espeak-ng
+ESPEAK_LOG := build/espeak-install.log
+test: $(STAMP) ## Run the CPU test suite (installs first when needed, espeak-ng too) on TEST_WORKERS workers
+	@scripts/apt_install.sh $(ESPEAK) espeak-ng $(ESPEAK_LOG) warn "make test"
 	$(BIN)/python -m pytest -m "not slow and not gpu and not heavy" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_FLAGS)
 
 # The end-to-end runs of 15 s or more, kept out of `make test` so that it stays under 10 minutes; CI runs both.
 test-heavy: $(STAMP) ## Run the heavy end-to-end CPU tests (a training, a killed process, the studio, a recogniser)
+	@scripts/apt_install.sh $(ESPEAK) espeak-ng $(ESPEAK_LOG) warn "make test-heavy"
 	$(BIN)/python -m pytest -m "heavy and not slow and not gpu" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_FLAGS)
 
 # F5-TTS's own code beside ours (not a dependency: installed into its own folder, without its dependencies, which
@@ -73,21 +79,21 @@ test-gpu: $(STAMP) ## Run the GPU tests (needs CUDA)
 CHROMIUM := /usr/bin/chromium
 CHROMIUM_LOG := build/chromium-install.log
 test-browser: $(STAMP) ## Open an f5lite-eval report and drive f5lite-studio in headless Chromium (installs Debian's chromium when missing)
-	@if [ ! -x $(CHROMIUM) ]; then \
-		if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo > /dev/null; then sudo=sudo; \
-		else echo "test-browser needs $(CHROMIUM) and cannot install it (not root, no sudo): apt-get install -y chromium"; exit 1; fi; \
-		command -v apt-get > /dev/null || { echo "test-browser needs $(CHROMIUM) and this system has no apt-get: install Chromium as $(CHROMIUM)"; exit 1; }; \
-		echo "$(CHROMIUM) is missing: $${sudo:+sudo }apt-get install -y chromium (log: $(CHROMIUM_LOG))"; \
-		mkdir -p $(dir $(CHROMIUM_LOG)); \
-		export DEBIAN_FRONTEND=noninteractive; \
-		{ $$sudo apt-get install -y chromium || { $$sudo apt-get update && $$sudo apt-get install -y chromium; }; } \
-			> $(CHROMIUM_LOG) 2>&1 < /dev/null && [ -x $(CHROMIUM) ] \
-			|| { echo "test-browser could not install Chromium with $${sudo:+sudo }apt-get install -y chromium: see $(CHROMIUM_LOG)"; exit 1; }; \
-	fi
+	@scripts/apt_install.sh $(CHROMIUM) chromium $(CHROMIUM_LOG) fail test-browser
 	F5LITE_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -m slow $(BROWSER_TESTS) -s $(PYTEST_FLAGS)
 
 test-mutants: $(STAMP) ## Plant known bugs in a copy of the package; check the tests catch each (slow: minutes)
 	$(BIN)/python scripts/mutants.py
+
+# The speech corpus of issue 41 (espeak-ng sentences a small model can learn to say on a CPU, with a held-out test
+# set and a recogniser built from the training sentences only), then its two WER floors: the recordings, and the
+# recordings through log-mel and Griffin-Lim, as a model's speech goes.
+SPEAK_DIR ?= runs/speak_corpus
+speak-corpus: $(STAMP) ## Make the speech corpus (3,000 + 100 held-out espeak-ng sentences, about 1 min; installs espeak-ng when missing) and score its two WER floors
+	@scripts/apt_install.sh $(ESPEAK) espeak-ng $(ESPEAK_LOG) fail speak-corpus
+	$(BIN)/python scripts/make_speak_corpus.py --out $(SPEAK_DIR)
+	$(BIN)/f5lite-eval audio_dir=$(SPEAK_DIR)/test/audio testset=$(SPEAK_DIR)/test/testset.txt output=$(SPEAK_DIR)/floor \
+		metrics=[wer] asr=pocketsphinx:$(SPEAK_DIR)/asr floor_vocoder=griffin_lim
 
 DEMO_DIR ?= runs/demo
 DEMO_REF := f5lite/demo_data/audio/us_male/000_us_male.ogg

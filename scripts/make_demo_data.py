@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import soundfile as sf
+from torch import Tensor
 
 from f5lite.audio import SAMPLE_RATE, load_audio
 from f5lite.prepare import PrepareOptions, prepare
@@ -157,10 +158,25 @@ SENTENCES = (
 )
 
 
-def synthesize(voice: Voice, text: str, workdir: Path) -> None:
+ESPEAK_MISSING = "espeak-ng is not installed (Debian/Ubuntu: apt-get install espeak-ng)"
+"""The one line a script that needs espeak-ng prints when it is missing."""
+
+
+def espeak_clip(voice: Voice, text: str, workdir: Path) -> Tensor:
+    """`text` read by `voice`: espeak-ng's 22.05 kHz output resampled to 24 kHz, its trailing silence cut to
+    TAIL_SECONDS. `workdir` holds the intermediate WAV file (one caller at a time per folder)."""
     wav = workdir / "utterance.wav"
     command = ["espeak-ng", "-v", voice.espeak_voice, "-s", str(voice.speed), "-p", str(voice.pitch), "-w", str(wav)]
     subprocess.run([*command, text], check=True, capture_output=True)
+    waveform = load_audio(wav)
+    last_sound = int((waveform.abs() > SILENCE).nonzero().max())
+    return waveform[: last_sound + int(TAIL_SECONDS * SAMPLE_RATE)]
+
+
+def write_vorbis(path: Path, waveform: Tensor) -> None:
+    """Write a 24 kHz clip as Ogg Vorbis at VORBIS_LEVEL, making its folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(path, waveform.numpy(), SAMPLE_RATE, format="OGG", subtype="VORBIS", compression_level=VORBIS_LEVEL)
 
 
 def main() -> int:
@@ -172,7 +188,7 @@ def main() -> int:
     if args.prepare_only:
         return prepare_demo(out)
     if shutil.which("espeak-ng") is None:
-        print("make_demo_data: espeak-ng is not installed (Debian/Ubuntu: apt-get install espeak-ng)", file=sys.stderr)
+        print(f"make_demo_data: {ESPEAK_MISSING}", file=sys.stderr)
         return 2
     shutil.rmtree(out / "audio", ignore_errors=True)
     rows = []
@@ -183,20 +199,8 @@ def main() -> int:
             first = i % len(VOICES)
             second = (first + 1 + (i // len(VOICES)) % (len(VOICES) - 1)) % len(VOICES)
             for voice in (VOICES[first], VOICES[second]):
-                synthesize(voice, text, workdir)
-                waveform = load_audio(workdir / "utterance.wav")  # 22.05 kHz from espeak-ng, resampled to 24 kHz
-                last_sound = int((waveform.abs() > SILENCE).nonzero().max())
-                waveform = waveform[: last_sound + int(TAIL_SECONDS * SAMPLE_RATE)]
                 relative = Path("audio") / voice.speaker / f"{i:03d}_{voice.speaker}.ogg"
-                (out / relative).parent.mkdir(parents=True, exist_ok=True)
-                sf.write(
-                    out / relative,
-                    waveform.numpy(),
-                    SAMPLE_RATE,
-                    format="OGG",
-                    subtype="VORBIS",
-                    compression_level=VORBIS_LEVEL,
-                )
+                write_vorbis(out / relative, espeak_clip(voice, text, workdir))
                 rows.append(f"{relative.as_posix()}|{text}|{voice.speaker}\n")
     (out / "metadata.csv").write_text("audio_file|text|speaker\n" + "".join(rows), encoding="utf-8")
     (out / "ORIGIN.md").write_text(origin_note(espeak_version()), encoding="utf-8")
@@ -215,6 +219,7 @@ def prepare_demo(out: Path) -> int:
 
 
 def espeak_version() -> str:
+    """The installed espeak-ng's name and version, e.g. "espeak-ng 1.51"."""
     # "eSpeak NG text-to-speech: 1.51  Data at: /usr/lib/..." -> "espeak-ng 1.51"
     banner = subprocess.run(["espeak-ng", "--version"], check=True, capture_output=True, text=True).stdout
     return f"espeak-ng {banner.split(':')[1].split()[0]}"

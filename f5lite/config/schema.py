@@ -23,7 +23,7 @@ from f5lite.models.compile import COMPILE_MODES, COMPILE_SCOPES
 from f5lite.models.dropout import DROPOUT_KERNELS
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.sampling.options import SamplerOptions
-from f5lite.text.tokenizers import TOKENIZER_NAMES
+from f5lite.text.tokenizers import check_tokenizer_name
 
 # Choices whose meaning lives in the trainer (which imports this module); every other list is imported from the
 # module that implements the choice.
@@ -73,7 +73,9 @@ class DataConfig:
     """The run's `vocab.txt`; default: the one next to `dir` (or the first source). Ids stored at preparation are
     used when this vocab extends the data's own; other data is tokenized while loading."""
     tokenizer: str = "char"
-    """Text tokenizer: `char`, `pinyin` (F5-TTS's released models; needs the `zh` extra) or `byte`."""
+    """Text tokenizer: `char`, `pinyin` (F5-TTS's released models; needs the `zh` extra), `byte`, or `ipa`: IPA
+    phonemes from espeak-ng (needs the `ipa` extra and espeak-ng), English (en-us) as `ipa`, any other language
+    espeak-ng speaks as `ipa:<its code>` (`ipa:de`, `ipa:es`, `ipa:en-gb`; `espeak-ng --voices` lists them)."""
     mel_type: str = "vocos"
     """Mel front end: `vocos` (every released F5-TTS model) or `bigvgan`."""
     frames_per_gpu: int = 38400
@@ -103,7 +105,7 @@ class DataConfig:
     def __post_init__(self) -> None:
         if self.dir is not None and self.sources:
             raise ValueError("data.dir and data.sources are both set; give one of them")
-        check_choice("data.tokenizer", self.tokenizer, TOKENIZER_NAMES)
+        check_tokenizer_name(self.tokenizer, "data.tokenizer")
         check_choice("data.mel_type", self.mel_type, MEL_KINDS)
         check_at_least("data.frames_per_gpu", self.frames_per_gpu, 1)
         check_at_least("data.max_samples", self.max_samples, 1)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,8 +21,10 @@ from f5lite.data.batching import CutBatchSampler
 from f5lite.data.collate import Batch
 from f5lite.data.data_sources import DataSource, open_source
 from f5lite.data.dataset import CutDataset
+from f5lite.data.manifest import REPORT_NAME
 from f5lite.text import TextEncoder, Vocab, load_vocab
-from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+from f5lite.text.ipa import IPA, ipa_language
+from f5lite.text.tokenizers import tokenizer_family, uses_vocab
 
 
 @dataclass(frozen=True)
@@ -173,7 +177,7 @@ def build_train_data(
 
 def _run_vocab(cfg: DataConfig, sources: tuple[DataSource, ...]) -> Vocab | None:
     """The run's vocab, after checking that every source's stored ids mean the same tokens in it."""
-    if cfg.tokenizer not in VOCAB_TOKENIZERS:
+    if not uses_vocab(cfg.tokenizer):
         return None
     path = cfg.vocab if cfg.vocab is not None else sources[0].vocab_path
     if path is None:
@@ -183,6 +187,7 @@ def _run_vocab(cfg: DataConfig, sources: tuple[DataSource, ...]) -> Vocab | None
     for source in sources:
         if source.vocab_path is None:
             continue
+        _check_prepared_tokenizer(source.vocab_path.parent / REPORT_NAME, cfg.tokenizer)
         own = load_vocab(source.vocab_path)
         if vocab.tokens[: len(own)] != own.tokens:
             raise ValueError(
@@ -190,3 +195,25 @@ def _run_vocab(cfg: DataConfig, sources: tuple[DataSource, ...]) -> Vocab | None
                 f"mean other tokens): prepare it again with f5lite-prepare ... --vocab {path}"
             )
     return vocab
+
+
+def _check_prepared_tokenizer(report: Path, tokenizer: str) -> None:
+    """Refuse a prepared directory whose stored ids are phonemes for a run of letters, or the other way round.
+
+    Only a change to or from ipa (or between ipa languages) is refused: char and pinyin give the same tokens to
+    text without Chinese, and fine-tunes of F5-TTS's pinyin models on data prepared with char are legitimate.
+    A source without a preparation report (a Shar export, a Lhotse CutSet) records nothing to compare.
+    """
+    try:
+        prepared = json.loads(report.read_text(encoding="utf-8"))["vocab"]["tokenizer"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if not isinstance(prepared, str) or IPA not in (tokenizer_family(prepared), tokenizer_family(tokenizer)):
+        return
+    same_language = ipa_language(prepared) == ipa_language(tokenizer)
+    if tokenizer_family(prepared) != tokenizer_family(tokenizer) or not same_language:
+        raise ValueError(
+            f"{report.parent} was prepared with --tokenizer {prepared}, so its stored text ids are {prepared} tokens, "
+            f"but data.tokenizer={tokenizer}: prepare it again with f5lite-prepare ... --tokenizer {tokenizer}, or "
+            f"set data.tokenizer={prepared}"
+        )

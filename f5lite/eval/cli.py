@@ -19,7 +19,9 @@ Keys (configs/eval.yaml, schema f5lite/eval/config.py):
   output        directory of results.jsonl, summary.json, report.html and audio/<id>.wav; a rerun with the same
                 settings resumes there, any other non-empty directory is refused
   metrics       any of wer (cer for lang=zh), sim, mos, mel (default: all; mel needs gt_audio)
-  asr           pocketsphinx (default), whisper:<dir or hub id>, faster-whisper:<dir or size>, paraformer:<dir>
+  asr           pocketsphinx (default), pocketsphinx:<vocabulary dir> (lm.arpa + words.dict built from a corpus's
+                training sentences, e.g. by scripts/make_speak_corpus.py), whisper:<dir or hub id>,
+                faster-whisper:<dir or size>, paraformer:<dir>
   speaker       resemblyzer (default), wavlm:<dir or hub id>
   mos           dnsmos (default)
   lang          en (default) or zh
@@ -31,6 +33,8 @@ Keys (configs/eval.yaml, schema f5lite/eval/config.py):
   cross_fade    seconds of cross-fade between chunks (default 0.15); compile: true compiles the model
   duration      auto (default: the model's duration predictor if it has one, else the byte-ratio rule), rule, or a
                 predictor directory; rows with gt_audio report both estimates' relative error against its length
+  floor_vocoder the vocoded floor: the ground truth made a log-mel and decoded by this vocoder, then scored: auto
+                (default: the model's vocoder; none with audio_dir), none, griffin_lim, vocos
   sample.*      the sampler's settings, listed below (e.g. sample.steps=7 sample.cfg_strength=0)
 
 Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, mos, duration and vocoder_path are taken
@@ -103,7 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     means = outcome.summary["means"]
     shown = ", ".join(f"{k}={v:.4g}" for k, v in means.items() if k != "count")
-    sys.stdout.write(f"{len(outcome.rows)} items: {shown}\nwrote {outcome.output / REPORT_FILE}\n")
+    sys.stdout.write(f"{len(outcome.rows)} items: {shown}\n")
+    for key, label in (("ground_truth", "ground truth"), ("ground_truth_vocoded", "ground truth, vocoded")):
+        floor = outcome.summary.get(key)
+        if floor:
+            figures = ", ".join(f"{k}={v:.4g}" for k, v in floor.items() if k != "count")
+            sys.stdout.write(f"{label} ({int(floor['count'])} items): {figures}\n")
+    sys.stdout.write(f"wrote {outcome.output / REPORT_FILE}\n")
     return 0
 
 

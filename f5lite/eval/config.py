@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from f5lite.config.checks import check_at_least, check_choice
 from f5lite.config.schema import SampleConfig
+from f5lite.eval.floors import floor_vocoder_name
 from f5lite.infer.config import DEVICE_PATTERN, check_duration_setting
 from f5lite.metrics.items import LANGUAGES, METRIC_NAMES, MetricSettings
 from f5lite.models.dtypes import WEIGHT_DTYPES
@@ -63,6 +64,11 @@ class EvalConfig:
     """What sizes the speech: `auto` (the model's duration predictor when it has one, else F5-TTS's byte-ratio
     rule), `rule`, or a predictor directory. Whichever it is, rows with `gt_audio` report the relative error of the
     rule's estimate and of the predictor's (when there is one) against the ground truth's length."""
+    floor_vocoder: str = "auto"
+    """The vocoded floor: each row's `gt_audio` made a log-mel and decoded by this vocoder, then scored (`gt_vocoded`
+    in the results, `ground_truth_vocoded` in `summary.json`), the floor of the path the model's speech takes.
+    `auto`: the model's vocoder (`sample.vocoder`), none with `audio_dir`; `none`; `griffin_lim`; `vocos`
+    (`sample.vocoder_source`'s weights)."""
     sample: SampleConfig = field(default_factory=lambda: SampleConfig(seed=0))
     """Sampler settings, as in `f5lite-infer`. `seed` is the base seed: each row's noise seed is derived from it and
     the row's id, so a rerun (or the same row in another test set) gives the same audio."""
@@ -91,6 +97,7 @@ class EvalConfig:
         check_choice("dtype", self.dtype, WEIGHT_DTYPES)
         check_at_least("cross_fade", self.cross_fade, 0.0)
         check_duration_setting(self.duration)
+        floor_vocoder_name(self.floor_vocoder)
         if self.sample.seed is None:
             raise ValueError("sample.seed=null is not valid here: each row's seed is derived from it, so that a rerun "
                              "reproduces the audio; give an integer")  # fmt: skip

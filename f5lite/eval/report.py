@@ -1,8 +1,9 @@
 """`report.html`: one self-contained page to read an evaluation and listen to its worst items.
 
-The page holds a summary table (the model's means next to the ground-truth floor), then every item, worst first by
-the primary metric (`wer` or `cer` when scored, else the first metric with a direction). The first `embed` items
-carry their audio (output, reference, ground truth) as FLAC data URIs and their mel-spectrograms as PNG data URIs;
+The page holds a summary table (the model's means next to the ground-truth floor, and to the vocoded floor when there
+is one), then every item, worst first by the primary metric (`wer` or `cer` when scored, else the first metric with a
+direction). The first `embed` items carry their audio (output, reference, ground truth, vocoded ground truth) as FLAC
+data URIs and their mel-spectrograms as PNG data URIs;
 the rest are table rows only, which keeps the page to a few megabytes per 10 embedded items of 5 s. An `f0_rmse` that
 rests on fewer than `F0_FEW_PAIRS` voiced frame pairs is marked "few" and counted under the summary: over a handful
 of frames the figure is noise. Nothing is
@@ -27,12 +28,14 @@ from f5lite.atomic import write_text_atomic
 from f5lite.audio import SAMPLE_RATE, load_audio, log_mel
 from f5lite.audio.images import mel_image
 from f5lite.data.testset import TestRow
+from f5lite.eval.floors import VOCODED_DIR
 from f5lite.eval.png import grey_png
 from f5lite.metrics.melmetrics import F0_FEW_PAIRS
 from f5lite.metrics.scoring import LOWER_IS_BETTER, SUMMED_KEYS
 
 _PRIMARY = ("wer", "cer")
-_NON_METRIC = ("id", "gen_text", "audio", "seconds", "seed", "gt", "transcript")
+_NON_METRIC = ("id", "gen_text", "audio", "seconds", "seed", "gt", "gt_vocoded", "transcript")
+_NOT_SETTINGS = ("means", "ground_truth", "ground_truth_vocoded")  # the summary's keys shown in the summary table
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin-bottom: 1.5em; }
@@ -140,11 +143,12 @@ def write_report(
         _f0_note(rows),
         "<p>Ground truth: each row's <code>gt_audio</code> scored as if it were the output (the mel metrics compare "
         "with it, so it has none): the floor the model's numbers are read against.</p>",
+        _vocoded_note(summary),
         f"<h2>Items, worst first{f' by {_esc(key)}' if key else ''}</h2>",
         f"<p>Audio and mel images for the first {min(embed, len(rows))} of {len(rows)} items.</p>",
         _items_table(worst_first(rows), columns, testset, output, embed),
         "<h2>Settings and versions</h2>",
-        f"<pre>{_esc(json.dumps({k: v for k, v in summary.items() if k not in ('means', 'ground_truth')}, indent=2))}</pre>",
+        f"<pre>{_esc(json.dumps({k: v for k, v in summary.items() if k not in _NOT_SETTINGS}, indent=2))}</pre>",
         "</body></html>",
     ]
     write_text_atomic(path, "\n".join(parts) + "\n")
@@ -153,22 +157,26 @@ def write_report(
 def _summary_table(summary: Mapping[str, Any], columns: Sequence[str]) -> str:
     means = summary.get("means") or {}
     floor = summary.get("ground_truth") or {}
+    # The vocoded floor's column only when there is one, so a run without it reads as before.
+    vocoded = summary.get("ground_truth_vocoded")
+    floors = [floor] if vocoded is None else [floor, vocoded]
+    vocoder = (summary.get("settings") or {}).get("floor_vocoder")
+    extra = "" if vocoded is None else f"<th>ground truth, vocoded ({_esc(vocoder)})</th>"
     lines = [
-        '<table id="summary"><thead><tr><th>metric</th><th>better</th><th>model</th><th>ground truth</th></tr></thead>',
+        '<table id="summary"><thead><tr><th>metric</th><th>better</th><th>model</th><th>ground truth</th>'
+        f"{extra}</tr></thead>",
         "<tbody>",
     ]
     # Only what has a mean: the duration errors are summed up apart, as medians (in the summary's JSON below).
-    for key in (c for c in columns if c in means or c in floor):
+    for key in (c for c in columns if c in means or any(c in f for f in floors)):
         better = "" if key not in LOWER_IS_BETTER else "lower" if LOWER_IS_BETTER[key] else "higher"
         shown = _count if key in SUMMED_KEYS else _number
+        cells = "".join(f"<td class='num'>{shown(f.get(key))}</td>" for f in floors)
         lines.append(
-            f"<tr><td>{_esc(key)}</td><td>{better}</td><td class='num'>{shown(means.get(key))}</td>"
-            f"<td class='num'>{shown(floor.get(key))}</td></tr>"
+            f"<tr><td>{_esc(key)}</td><td>{better}</td><td class='num'>{shown(means.get(key))}</td>{cells}</tr>"
         )
-    lines.append(
-        f"<tr><td>items</td><td></td><td class='num'>{_count(means.get('count'))}</td>"
-        f"<td class='num'>{_count(floor.get('count'))}</td></tr>"
-    )
+    counts = "".join(f"<td class='num'>{_count(f.get('count'))}</td>" for f in floors)
+    lines.append(f"<tr><td>items</td><td></td><td class='num'>{_count(means.get('count'))}</td>{counts}</tr>")
     lines.append("</tbody></table>")
     return "\n".join(lines)
 
@@ -190,6 +198,17 @@ def _items_table(
         )
     lines.append("</tbody></table>")
     return "\n".join(lines)
+
+
+def _vocoded_note(summary: Mapping[str, Any]) -> str:
+    if summary.get("ground_truth_vocoded") is None:
+        return ""
+    vocoder = (summary.get("settings") or {}).get("floor_vocoder")
+    return (
+        f"<p id='vocoded-floor'>Ground truth, vocoded: each <code>gt_audio</code> made a log-mel and decoded by "
+        f"{_esc(vocoder)}, the path the model's speech takes, then scored (the mel metrics against the ground "
+        "truth: what the vocoder alone loses): the floor a model using this vocoder can reach.</p>"
+    )
 
 
 def _f0_note(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -226,6 +245,9 @@ def _media(row: Mapping[str, Any], test_row: TestRow | None, output: Path) -> st
         clips.append(("reference", test_row.ref_audio))
         if test_row.gt_audio is not None:
             clips.append(("ground truth", test_row.gt_audio))
+        vocoded = output / VOCODED_DIR / f"{row['id']}.wav"
+        if "gt_vocoded" in row and vocoded.is_file():
+            clips.append(("ground truth, vocoded", vocoded))
     figures = []
     for label, file in clips:
         wave = load_audio(file)

@@ -10,7 +10,10 @@ from the base seed and the row's id. The scored audio is what was written to `au
 A row with `gt_audio` also gets the relative error of the estimated duration against the ground truth's, by the
 byte-ratio rule (`duration_error_rule`) and by the duration predictor when there is one (`duration_error`); their
 medians are in `summary.json` (`duration`). It also scores the ground truth as if it were the output (`gt` in its results; the mel metrics,
-which compare with the ground truth, are left out there): the floor the model's numbers are read against.
+which compare with the ground truth, are left out there): the floor the model's numbers are read against. With a
+`floor_vocoder` (by default the model's own vocoder) the ground truth is also made a log-mel, decoded by that vocoder,
+written to `gt_vocoded/<id>.wav` and scored (`gt_vocoded`, mel metrics included: they measure what the vocoder
+alone loses): the floor of the path the model's speech takes (see `f5lite.eval.floors`).
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ import torch
 from tqdm import tqdm
 
 from f5lite.atomic import write_json_atomic
-from f5lite.audio import SAMPLE_RATE, load_audio, save_audio
+from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, save_audio
 from f5lite.data.testset import TestRow, read_testset
 from f5lite.eval.config import EvalConfig
 from f5lite.eval.duration import DurationCase, duration_cases, relative_errors
+from f5lite.eval.floors import VOCODED_DIR, planned_floor_vocoder, resolve_floor_vocoder, vocode
 from f5lite.eval.outdir import (
     AUDIO_DIR,
     REPORT_FILE,
@@ -52,7 +56,7 @@ from f5lite.version import __version__
 
 AUDIO_EXTENSIONS = ("wav", "flac", "ogg", "mp3")
 """What `audio_dir` is searched for, in this order: `<id>.wav`, then `<id>.flac`, ..."""
-ROW_FIELDS = ("id", "gen_text", "audio", "seconds", "seed", "gt", "duration_error_rule", "duration_error")
+ROW_FIELDS = ("id", "gen_text", "audio", "seconds", "seed", "gt", "gt_vocoded", "duration_error_rule", "duration_error")
 """The keys of a result row that are not metric results (the duration errors are summarized apart, as medians)."""
 BACKEND_OF = {"wer": "asr", "sim": "speaker", "mos": "mos"}
 """The config key that picks each metric's backend (`mel` has none)."""
@@ -103,6 +107,7 @@ def evaluate(cfg: EvalConfig, *, progress: bool = False) -> EvalOutcome:
     done = resumable_rows(output, settings, [row.id for row in rows])
     backends = MetricSettings(asr=cfg.asr, speaker=cfg.speaker, mos=cfg.mos, language=cfg.lang, device=str(device))
     metrics = build_metrics(cfg.metrics, backends)
+    model_vocoder: Vocoder | None = None
     if found is not None:
         audio_of = _existing(found)
         estimator = resolve_duration(cfg.duration, None)
@@ -110,6 +115,9 @@ def evaluate(cfg: EvalConfig, *, progress: bool = False) -> EvalOutcome:
         synthesizer = _load_synthesizer(cfg, device)
         audio_of = _synthesizing(cfg, synthesizer, output)
         estimator = synthesizer.duration
+        model_vocoder = synthesizer.vocoder
+    source = cfg.sample.vocoder_source if cfg.sample.vocoder == "vocos" else None
+    floor_vocoder = resolve_floor_vocoder(settings["floor_vocoder"], model_vocoder, source, device)
     cases = {case.id: case for case in duration_cases(rows)}
     start_output(output, settings, [done[row.id] for row in rows if row.id in done])
     results = []
@@ -117,7 +125,7 @@ def evaluate(cfg: EvalConfig, *, progress: bool = False) -> EvalOutcome:
         if row.id in done:
             results.append(done[row.id])
             continue
-        result = score_row(metrics, row, *audio_of(row))
+        result = score_row(metrics, row, *audio_of(row), floor_vocoder=floor_vocoder, output=output)
         if row.id in cases:
             result.update(duration_results(cases[row.id], estimator))
         append_result(output, result)
@@ -180,9 +188,16 @@ def find_audio(directory: Path, rows: Sequence[TestRow]) -> dict[str, Path]:
 
 
 def score_row(
-    metrics: Sequence[Metric], row: TestRow, audio_file: Path, audio: str, seed: int | None
+    metrics: Sequence[Metric],
+    row: TestRow,
+    audio_file: Path,
+    audio: str,
+    seed: int | None,
+    *,
+    floor_vocoder: Vocoder | None = None,
+    output: Path | None = None,
 ) -> dict[str, Any]:
-    """Score one row's audio, and its ground truth when the row has one.
+    """Score one row's audio, and its ground truth when the row has one (as it is, and vocoded).
 
     Args:
         metrics: the loaded metrics.
@@ -190,10 +205,14 @@ def score_row(
         audio_file: the audio to score.
         audio: how the results name it (relative to the output directory, or absolute).
         seed: the noise seed it was synthesized with; None for existing audio.
+        floor_vocoder: the vocoder of the vocoded floor, or None for none.
+        output: the output directory, where the vocoded ground truth is written (`gt_vocoded/<id>.wav`); needed
+            with `floor_vocoder`.
 
     Returns:
         The result row: `id`, `gen_text`, `audio`, `seconds`, `seed` (when synthesized), every metric's keys, and
-        `gt` (the ground truth's metric keys, mel metrics excepted) when the row has `gt_audio`.
+        when the row has `gt_audio`: `gt` (the ground truth's metric keys, mel metrics excepted) and, with a
+        `floor_vocoder`, `gt_vocoded` (the vocoded ground truth's metric keys, mel metrics against the ground truth).
     """
     wave = load_audio(audio_file)  # the file as written, so audio_dir= on it scores the same
     ref = load_audio(row.ref_audio)
@@ -217,6 +236,15 @@ def score_row(
         floor = score_item(metrics, EvalItem(row.id, row.gen_text, gt, SAMPLE_RATE, ref, SAMPLE_RATE))
         if floor:
             result["gt"] = floor
+        if floor_vocoder is not None:
+            if output is None:
+                raise ValueError("score_row: the vocoded floor needs the output directory to write its audio to")
+            vocoded_file = output / VOCODED_DIR / f"{row.id}.wav"
+            vocoded_file.parent.mkdir(parents=True, exist_ok=True)
+            save_audio(vocoded_file, vocode(gt, floor_vocoder), SAMPLE_RATE)
+            vocoded = load_audio(vocoded_file)  # as written, like the model's output
+            item = EvalItem(row.id, row.gen_text, vocoded, SAMPLE_RATE, ref, SAMPLE_RATE, gt, SAMPLE_RATE)
+            result["gt_vocoded"] = score_item(metrics, item)
     return result
 
 
@@ -264,12 +292,15 @@ def build_summary(
 
     Returns:
         `means` (each metric's mean over the rows that have it, and `count`), `ground_truth` (the same over the
-        rows' ground truth; null when no row has one), `settings`, `versions`, `wall_seconds` and `resumed_rows`.
+        rows' ground truth; null when no row has one), `ground_truth_vocoded` (the same over the vocoded ground
+        truth; null without a floor vocoder), `settings`, `versions`, `wall_seconds` and `resumed_rows`.
     """
     floors = [row["gt"] for row in rows if "gt" in row]
+    vocoded = [row["gt_vocoded"] for row in rows if "gt_vocoded" in row]
     return {
         "means": summarize([metric_results(row) for row in rows]),
         "ground_truth": summarize(floors) if floors else None,
+        "ground_truth_vocoded": summarize(vocoded) if vocoded else None,
         "settings": dict(settings),
         "versions": versions(),
         "wall_seconds": round(wall_seconds, 3),
@@ -286,8 +317,8 @@ def run_settings(cfg: EvalConfig, device: torch.device) -> dict[str, Any]:
 
     Returns:
         JSON-serializable settings: the scored source (model or audio_dir, with absolute paths), the test set and
-        its SHA-256, the metrics and their backends, the language and device, and for a model the sampler and
-        synthesis settings.
+        its SHA-256, the metrics and their backends, the language and device, the vocoder of the vocoded floor
+        (null: none), and for a model the sampler and synthesis settings.
     """
     testset = Path(str(cfg.testset)).resolve()
     settings: dict[str, Any] = {
@@ -298,6 +329,7 @@ def run_settings(cfg: EvalConfig, device: torch.device) -> dict[str, Any]:
         "lang": cfg.lang,
         "device": str(device),
         "duration": cfg.duration if cfg.duration in DURATION_MODES else str(Path(cfg.duration).resolve()),
+        "floor_vocoder": planned_floor_vocoder(cfg.floor_vocoder, cfg.sample.vocoder if cfg.model else None),
     }
     if cfg.audio_dir is not None:
         return {"audio_dir": str(Path(cfg.audio_dir).resolve()), **settings}

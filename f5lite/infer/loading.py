@@ -78,7 +78,7 @@ def load_model(
     Raises:
         ValueError: a missing or unreadable path, a missing or superfluous recipe or vocab, weights that do not
             fit the recipe, or a vocab whose size differs from the weights' text embedding. One line each.
-        ImportError: the pinyin tokenizer without the `zh` extra.
+        ImportError: the pinyin tokenizer without the `zh` extra, the ipa one without the `ipa` extra or espeak-ng.
     """
     if dtype not in WEIGHT_DTYPES:
         raise ValueError(f"dtype={dtype!r} is not valid; choose one of: {', '.join(WEIGHT_DTYPES)}")

@@ -28,14 +28,17 @@ ASR_RATE = 16000
 _MODEL_NAME = re.compile(r"[\w-][\w.-]*(/[\w-][\w.-]*)?")
 
 
-def parse_spec(spec: str, kind: str, backends: Sequence[str], needs_argument: Sequence[str]) -> tuple[str, str]:
+def parse_spec(
+    spec: str, kind: str, backends: Sequence[str], needs_argument: Sequence[str], may_take: Sequence[str] = ()
+) -> tuple[str, str]:
     """Split a backend spec into its name and argument, checking both.
 
     Args:
         spec: "name" or "name:argument".
         kind: what the backend is for, for the messages (e.g. "asr").
         backends: the backend names this kind accepts.
-        needs_argument: the backends that take a model argument; the others take none.
+        needs_argument: the backends that take a model argument.
+        may_take: the backends whose argument is optional; the others take none.
 
     Returns:
         (name, argument); the argument is "" for a backend that takes none.
@@ -48,7 +51,7 @@ def parse_spec(spec: str, kind: str, backends: Sequence[str], needs_argument: Se
         raise ValueError(f"unknown {kind} backend {spec!r}; choose one of: {', '.join(backends)}")
     if name in needs_argument and not argument:
         raise ValueError(f"{kind} backend {name!r} needs a model: '{name}:<local dir or hub id>'")
-    if name not in needs_argument and argument:
+    if name not in needs_argument and name not in may_take and argument:
         raise ValueError(f"{kind} backend {name!r} takes no argument, got {spec!r}")
     return name, argument
 

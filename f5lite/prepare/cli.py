@@ -26,7 +26,7 @@ from f5lite.prepare.checks import Limits
 from f5lite.prepare.pipeline import PrepareOptions, prepare
 from f5lite.prepare.shar_writer import DEFAULT_SHARD_SIZE
 from f5lite.prepare.val_split import ValSplit
-from f5lite.text import TOKENIZER_NAMES
+from f5lite.text.tokenizers import tokenizer_argument
 
 EXIT_OK = 0
 """Exit status: at least one utterance was kept."""
@@ -48,7 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     add("out_dir", type=Path, help="the training directory to write")
     add("--vocab", type=Path, help="pretrained vocab.txt to extend: its ids are kept, new tokens are appended")
     add("--fixed-vocab", action="store_true", help="with --vocab: skip texts with tokens it lacks, add none")
-    add("--tokenizer", choices=TOKENIZER_NAMES, default="char", help="tokens of the vocab (default: char)")
+    add(
+        "--tokenizer",
+        type=tokenizer_argument,
+        default="char",
+        help="tokens of the vocab: char, pinyin, byte, or ipa (espeak-ng phonemes; ipa:de for German and so on) "
+        "(default: char)",
+    )
     add("--min-seconds", type=float, default=defaults.min_seconds, help="shortest audio kept (default: %(default)s)")
     add("--max-seconds", type=float, default=defaults.max_seconds, help="longest audio kept (default: %(default)s)")
     add(

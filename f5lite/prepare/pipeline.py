@@ -54,8 +54,7 @@ from f5lite.prepare.shar_writer import DEFAULT_SHARD_SIZE, SharItem, check_shar_
 from f5lite.prepare.skips import SKIP_REASONS, Skip
 from f5lite.prepare.val_split import ValSplit, relocate, split_validation, testset_rows
 from f5lite.prepare.workers import map_in_workers
-from f5lite.text import TOKENIZER_NAMES, TextEncoder, Tokenizer, Vocab, get_tokenizer, load_vocab
-from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+from f5lite.text import TextEncoder, Tokenizer, Vocab, check_tokenizer_name, get_tokenizer, load_vocab, uses_vocab
 from f5lite.text.vocab_builder import VocabResult, build_vocab
 
 
@@ -64,7 +63,8 @@ class PrepareOptions:
     """How `prepare` checks and what it writes.
 
     Attributes:
-        tokenizer: "char", "pinyin" or "byte"; the vocab is made of this tokenizer's tokens ("byte" needs none).
+        tokenizer: "char", "pinyin", "byte" or "ipa[:<language>]"; the vocab is made of this tokenizer's tokens
+            ("byte" needs none).
         vocab: A pretrained `vocab.txt` to keep (its ids never move), or None to build the vocab from the data.
         fixed_vocab: With `vocab`, skip texts holding tokens the vocab lacks instead of appending those tokens.
         limits: Accepted duration and speaking-rate ranges.
@@ -89,9 +89,8 @@ class PrepareOptions:
     val: ValSplit = field(default_factory=ValSplit)
 
     def __post_init__(self) -> None:
-        if self.tokenizer not in TOKENIZER_NAMES:
-            raise ValueError(f"tokenizer {self.tokenizer!r} is not valid; choose one of: {', '.join(TOKENIZER_NAMES)}")
-        if self.vocab is not None and self.tokenizer not in VOCAB_TOKENIZERS:
+        check_tokenizer_name(self.tokenizer)
+        if self.vocab is not None and not uses_vocab(self.tokenizer):
             raise ValueError(f"the {self.tokenizer!r} tokenizer takes no vocab (its ids are UTF-8 bytes)")
         if self.fixed_vocab and self.vocab is None:
             raise ValueError("a fixed vocab needs a vocab to keep: give one with --vocab")
@@ -168,7 +167,7 @@ def prepare(
     Raises:
         ValueError: The input cannot be read at all, the vocab file is invalid, OUT_DIR is a file, or a file of
             someone else's is where an output would go.
-        ImportError: The pinyin tokenizer without the `zh` extra.
+        ImportError: The pinyin tokenizer without the `zh` extra, the ipa one without the `ipa` extra or espeak-ng.
         OSError: An output cannot be written.
     """
     options = options or PrepareOptions()
@@ -177,7 +176,7 @@ def prepare(
     if out.exists() and not out.is_dir():
         raise ValueError(f"output {out} exists and is not a directory")
     base_vocab = load_vocab(options.vocab) if options.vocab is not None else None
-    get_tokenizer(options.tokenizer)  # a missing zh extra is reported before any work starts
+    get_tokenizer(options.tokenizer)  # a missing extra or espeak-ng language is reported before any work starts
     shar_dir = None if options.shar is None else Path(os.path.abspath(options.shar))
     mel_dir = out / MEL_DIR_NAME
     ignore = {out / name for name in (*FIXED_OUTPUTS, *LEGACY_OUTPUTS)} | {mel_dir}
@@ -209,7 +208,7 @@ def prepare(
             kept.append(outcome)
 
     vocab = None
-    if options.tokenizer in VOCAB_TOKENIZERS:
+    if uses_vocab(options.tokenizer):
         vocab = build_vocab((k.tokens for k in kept), base_vocab, fixed=options.fixed_vocab)
         if options.fixed_vocab:
             kept = _skip_unknown_tokens(kept, vocab, skipped)
@@ -269,7 +268,7 @@ def _examine(row: SourceRow, settings: _Settings) -> _Kept | Skip:
         problem = check_speaking_rate(row.audio_path, row.text, audio.duration, settings.limits)
         if problem is not None:
             return problem
-        tokens = _tokenizer(settings.tokenizer)(row.text) if settings.tokenizer in VOCAB_TOKENIZERS else []
+        tokens = _tokenizer(settings.tokenizer)(row.text) if uses_vocab(settings.tokenizer) else []
         mel_path = None
         if settings.mel_dir is not None:
             mel_path = mel_cache_path(settings.mel_dir, row.audio_path, settings.mel_type)

@@ -28,8 +28,8 @@ from safetensors.torch import load_file, save_file
 
 from f5lite.atomic import atomic_directory
 from f5lite.models.duration import DurationPredictor
-from f5lite.text import TOKENIZER_NAMES, TextEncoder, Vocab, load_vocab, write_vocab
-from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+from f5lite.text import TextEncoder, Vocab, load_vocab, write_vocab
+from f5lite.text.tokenizers import check_tokenizer_name, uses_vocab
 from f5lite.text.vocab import vocab_hash
 from f5lite.version import __version__
 from f5lite.versioned import read_versioned_json
@@ -157,16 +157,18 @@ def load_duration(
     except (KeyError, TypeError, ValueError) as err:
         missing = f"missing key {err}" if isinstance(err, KeyError) else str(err)
         raise DurationFileError(f"{where} does not describe a duration predictor: {missing}") from None
-    if own_tokenizer not in TOKENIZER_NAMES:
-        raise DurationFileError(f"{where}: tokenizer {own_tokenizer!r} is not one of: {', '.join(TOKENIZER_NAMES)}")
+    try:
+        check_tokenizer_name(own_tokenizer)
+    except ValueError as err:
+        raise DurationFileError(f"{where}: {err}") from None
     if tokenizer is not None and tokenizer != own_tokenizer:
         raise DurationFileError(
             f"the duration predictor in {root} reads {own_tokenizer!r} ids but the model reads {tokenizer!r} ids"
         )
     try:
-        if vocab is None and own_tokenizer in VOCAB_TOKENIZERS:
+        if vocab is None and uses_vocab(own_tokenizer):
             vocab = load_vocab(root / VOCAB_FILE)
-        if vocab_hash(vocab if own_tokenizer in VOCAB_TOKENIZERS else None) != expected:
+        if vocab_hash(vocab if uses_vocab(own_tokenizer) else None) != expected:
             raise DurationFileError(
                 f"the duration predictor in {root} was trained with another token table than the model's vocab.txt "
                 "(its text ids would mean other tokens)"
@@ -185,7 +187,7 @@ def load_duration(
     except (SafetensorError, OSError, RuntimeError, ValueError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise DurationFileError(f"duration predictor {root}: {reason}") from None
-    encoder = TextEncoder(own_tokenizer, vocab if own_tokenizer in VOCAB_TOKENIZERS else None)
+    encoder = TextEncoder(own_tokenizer, vocab if uses_vocab(own_tokenizer) else None)
     return LoadedDuration(predictor.eval(), encoder, updates)
 
 

@@ -39,7 +39,7 @@ from f5lite.storage.pretrained import load_pretrained
 from f5lite.storage.rundir import CHECKPOINTS, VOCAB_FILE, is_run_dir, load_run_config
 from f5lite.storage.store import DURATION_TENSORS, DURATION_UPDATES, Checkpoint, CheckpointStore
 from f5lite.text import TextEncoder, Vocab, load_vocab
-from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, VOCAB_TOKENIZERS
+from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, uses_vocab
 
 CHECKPOINT_SUFFIXES = (".safetensors", ".pt")
 """File types read as official F5-TTS checkpoints."""
@@ -222,7 +222,7 @@ def _load_run(root: Path, step: int | None) -> LoadedSource:
             f"as duration={root / 'export'}"
         )
     ckpt = run_checkpoint(root, step)
-    vocab = load_vocab(root / VOCAB_FILE) if cfg.data.tokenizer in VOCAB_TOKENIZERS else None
+    vocab = load_vocab(root / VOCAB_FILE) if uses_vocab(cfg.data.tokenizer) else None
     num_embeds = BYTE_NUM_EMBEDS if vocab is None else len(vocab)
     weights = ckpt.tensors["ema"]
     if cfg.finetune.lora.rank:  # the checkpoint holds the averaged adapters; the base comes from init.weights
@@ -310,7 +310,7 @@ def _load_adapter(root: Path) -> LoadedSource:
         ) from None
     except (OSError, SafetensorError, ValueError, TypeError) as err:
         raise ValueError(f"{root} is not a readable LoRA adapter export: {err}") from None
-    vocab = load_vocab(root / VOCAB_FILE) if tokenizer in VOCAB_TOKENIZERS else None
+    vocab = load_vocab(root / VOCAB_FILE) if uses_vocab(tokenizer) else None
     assert model.text_num_embeds is not None
     # peft's files drop the adapter name that the injected modules carry in their keys.
     named = {_with_adapter_name(k): v for k, v in adapters.items()}
@@ -337,7 +337,7 @@ def _load_official(
         )
     cfg = compose_config([f"+recipe={recipe}"])
     tokenizer = cfg.data.tokenizer
-    if tokenizer in VOCAB_TOKENIZERS and vocab_path is None:
+    if uses_vocab(tokenizer) and vocab_path is None:
         raise ValueError(
             f"recipe {recipe} uses the {tokenizer} tokenizer: give the vocab.txt released with the weights"
         )

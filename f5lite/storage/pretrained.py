@@ -43,8 +43,8 @@ from f5lite.models.checkpoint import PREFIX
 from f5lite.models.distill import STUDENT_PREFIX, StudentBackbone
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.storage.duration_files import LoadedDuration, write_duration_files
-from f5lite.text import TOKENIZER_NAMES, Vocab, load_vocab, write_vocab
-from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+from f5lite.text import Vocab, load_vocab, write_vocab
+from f5lite.text.tokenizers import check_tokenizer_name, uses_vocab
 from f5lite.version import __version__
 from f5lite.versioned import read_versioned_json
 
@@ -182,7 +182,7 @@ def load_pretrained(
         raise PretrainedError(f"{root / CONFIG_FILE} does not describe a model: {_reason(err)}") from None
     try:
         _check_names(tokenizer, mel_type, dtype)
-        vocab = load_vocab(root / VOCAB_FILE) if tokenizer in VOCAB_TOKENIZERS else None
+        vocab = load_vocab(root / VOCAB_FILE) if uses_vocab(tokenizer) else None
         _check_vocab(vocab, tokenizer, model_cfg.text_num_embeds)
         state = load_file(root / WEIGHTS_FILE)
         backbone: nn.Module = build_backbone(model_cfg.backbone, **backbone_kwargs(model_cfg))
@@ -225,8 +225,11 @@ def _checked_kwargs(
 
 
 def _check_names(tokenizer: str, mel_type: str, dtype: str) -> None:
+    try:
+        check_tokenizer_name(tokenizer)
+    except ValueError as err:
+        raise PretrainedError(str(err)) from None
     for name, value, allowed in (
-        ("tokenizer", tokenizer, TOKENIZER_NAMES),
         ("mel_type", mel_type, MEL_KINDS),
         ("dtype", dtype, tuple(WEIGHT_DTYPES)),
     ):
@@ -235,7 +238,7 @@ def _check_names(tokenizer: str, mel_type: str, dtype: str) -> None:
 
 
 def _check_vocab(vocab: Vocab | None, tokenizer: str, num_embeds: int | None) -> None:
-    if (vocab is None) == (tokenizer in VOCAB_TOKENIZERS):
+    if (vocab is None) == uses_vocab(tokenizer):
         needs = "needs a vocab" if vocab is None else "takes no vocab"
         raise PretrainedError(f"the {tokenizer!r} tokenizer {needs}")
     if vocab is not None and len(vocab) != num_embeds:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, VOCAB_TOKENIZERS, get_tokenizer
+from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, get_tokenizer, uses_vocab
 from f5lite.text.vocab import Vocab
 
 logger = logging.getLogger(__name__)
@@ -48,22 +48,23 @@ class EncodedText:
 
 
 class TextEncoder:
-    """Turns texts into ids with a named tokenizer and, for "char" and "pinyin", a vocab.
+    """Turns texts into ids with a named tokenizer and, for "char", "pinyin" and "ipa", a vocab.
 
     Args:
-        tokenizer: "char", "byte" or "pinyin" (see `f5lite.text.tokenizers`).
-        vocab: The token table; required for "char" and "pinyin", not accepted for "byte" (whose ids are bytes).
+        tokenizer: "char", "byte", "pinyin" or "ipa[:<language>]" (see `f5lite.text.tokenizers`).
+        vocab: The token table; required for "char", "pinyin" and "ipa", not accepted for "byte" (whose ids are
+            bytes).
 
     Raises:
-        ValueError: Unknown tokenizer name, or a vocab missing (char, pinyin) or given (byte).
-        ImportError: "pinyin" without the `zh` extra installed.
+        ValueError: Unknown tokenizer name or ipa language, or a vocab missing (char, pinyin, ipa) or given (byte).
+        ImportError: "pinyin" without the `zh` extra installed, "ipa" without the `ipa` extra or espeak-ng.
     """
 
     def __init__(self, tokenizer: str, vocab: Vocab | None = None) -> None:
         self._tokenize = get_tokenizer(tokenizer)
-        if tokenizer in VOCAB_TOKENIZERS and vocab is None:
+        if uses_vocab(tokenizer) and vocab is None:
             raise ValueError(f"the {tokenizer!r} tokenizer needs a vocab (load one with f5lite.text.load_vocab)")
-        if tokenizer not in VOCAB_TOKENIZERS and vocab is not None:
+        if not uses_vocab(tokenizer) and vocab is not None:
             raise ValueError(f"the {tokenizer!r} tokenizer takes no vocab: its ids are UTF-8 bytes (0..255)")
         self._name = tokenizer
         self._vocab = vocab

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from f5lite.text import TOKENIZER_NAMES
+from f5lite.text.tokenizers import tokenizer_argument, uses_vocab
 from f5lite.transcribe.filters import FilterSettings
 from f5lite.transcribe.run import TranscribeOptions, TranscribeResult, transcribe
 from f5lite.transcribe.slicing import SliceSettings
@@ -33,6 +33,13 @@ EXIT_USAGE = 2
 """Exit status: a bad command line, IN, OUT or setting, or another run holds OUT; nothing was written."""
 EXIT_INTERRUPTED = 130
 """Exit status: stopped by Ctrl-C (the finished recordings are kept)."""
+
+
+def _vocab_tokenizer(value: str) -> str:
+    """A `--tokenizer` with a vocabulary to check (not byte, whose ids are bytes)."""
+    if not uses_vocab(tokenizer_argument(value)):
+        raise argparse.ArgumentTypeError(f"--tokenizer={value!r} has no vocabulary to check; give char, pinyin or ipa")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -84,9 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     add(
         "--tokenizer",
-        choices=[t for t in TOKENIZER_NAMES if t != "byte"],
+        type=_vocab_tokenizer,
         default="char",
-        help="tokens of the vocabulary check (default: char)",
+        help="tokens of the vocabulary check: char, pinyin or ipa[:<espeak-ng language>] (default: char)",
     )
     add(
         "--workers",

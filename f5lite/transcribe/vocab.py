@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from f5lite.text import Vocab, get_tokenizer, load_vocab
-from f5lite.text.tokenizers import VOCAB_TOKENIZERS
+from f5lite.text.tokenizers import VOCAB_TOKENIZERS, uses_vocab
 from f5lite.text.vocab_builder import build_vocab
 
 VOCAB_FILE = "vocab.txt"
@@ -76,7 +76,7 @@ def check_vocab(texts: Iterable[tuple[str, str]], base: Vocab, tokenizer: str) -
     Args:
         texts: `(clip, transcript)` pairs of the kept clips.
         base: the pretrained vocabulary.
-        tokenizer: "char" or "pinyin" (the byte tokenizer has no vocabulary).
+        tokenizer: "char", "pinyin" or "ipa[:<language>]" (the byte tokenizer has no vocabulary).
 
     Returns:
         The missing tokens and the extended vocabulary.
@@ -85,7 +85,7 @@ def check_vocab(texts: Iterable[tuple[str, str]], base: Vocab, tokenizer: str) -
         ValueError: a tokenizer without a vocabulary.
         ImportError: "pinyin" without the `zh` extra.
     """
-    if tokenizer not in VOCAB_TOKENIZERS:
+    if not uses_vocab(tokenizer):
         names = ", ".join(sorted(VOCAB_TOKENIZERS))
         raise ValueError(f"--vocab-of needs a tokenizer with a vocabulary ({names}), got {tokenizer!r}")
     tokenize = get_tokenizer(tokenizer)

@@ -87,8 +87,11 @@ def test_results_summary_and_report_agree(setup, first) -> None:
             assert row.keys() >= MEL_KEYS
             # The floor: the ground truth scored like the output, without the mel metrics (it is their reference).
             assert set(row["gt"]) == {"sim"}
+            # The vocoded floor (floor_vocoder=auto: the model's Griffin-Lim): the mel metrics say what it loses.
+            assert row["gt_vocoded"].keys() >= {"sim"} | MEL_KEYS
+            assert sf.info(first / "gt_vocoded" / f"{row['id']}.wav").samplerate == 24000
         else:
-            assert not MEL_KEYS & row.keys() and "gt" not in row
+            assert not MEL_KEYS & row.keys() and "gt" not in row and "gt_vocoded" not in row
     assert len({r["seed"] for r in rows}) == len(rows)
 
     means = summary(first)["means"]
@@ -100,16 +103,20 @@ def test_results_summary_and_report_agree(setup, first) -> None:
     floor = summary(first)["ground_truth"]
     assert floor["count"] == 2
     assert floor["sim"] == pytest.approx(mean_of([r["gt"] for r in rows if "gt" in r], "sim"))
+    vocoded = summary(first)["ground_truth_vocoded"]
+    assert vocoded["count"] == 2
+    assert vocoded["mel_l1"] == pytest.approx(mean_of([r["gt_vocoded"] for r in rows if "gt" in r], "mel_l1"))
     settings = summary(first)["settings"]
+    assert settings["floor_vocoder"] == "griffin_lim"
     assert settings["sample"]["steps"] == 2 and settings["sample"]["seed"] == 7
     assert settings["metrics"] == ["mel", "sim"] and settings["backends"] == {"sim": "resemblyzer"}
     assert {"f5lite", "torch"} <= summary(first)["versions"].keys()
 
     page = (first / "report.html").read_text()
     assert '<table id="summary">' in page and '<table id="items">' in page
-    # Every item embedded (3 rows < report_items): output and reference each, ground truth for two.
+    # Every item embedded (3 rows < report_items): output and reference each, ground truth and vocoded for two.
     sources = re.findall(r"<audio controls preload='none' src='(data:audio/flac;base64,[^']+)'>", page)
-    assert len(sources) == page.count("<audio") == 3 + 3 + 2
+    assert len(sources) == page.count("<audio") == 3 + 3 + 2 + 2
     # Worst first by mel_l1 (the first metric with a direction; no wer here), the row without it last.
     listed = re.findall(r"<tr class='item' id='item-([^']+)'>", page)
     with_mel = sorted((r for r in rows if "mel_l1" in r), key=lambda r: -r["mel_l1"])
@@ -119,7 +126,8 @@ def test_results_summary_and_report_agree(setup, first) -> None:
 def test_audio_dir_scores_the_written_audio_the_same(setup, first, tmp_path) -> None:
     out = tmp_path / "scored"
     command = [f"audio_dir={first / 'audio'}", f"testset={setup['testset']}", f"output={out}", f"metrics={METRICS}"]
-    assert main([*command, "limit=2"]) == 0
+    # audio_dir has no vocoder of its own: the model's is named, so the vocoded floor is the model run's.
+    assert main([*command, "limit=2", "floor_vocoder=griffinlim"]) == 0
     made = results(first)[:2]
     for scored, row in zip(results(out), made, strict=True):
         assert scored["audio"] == str((first / row["audio"]).resolve()) and "seed" not in scored
@@ -127,6 +135,7 @@ def test_audio_dir_scores_the_written_audio_the_same(setup, first, tmp_path) -> 
             k: v for k, v in row.items() if k not in ("audio", "seed")
         }
     assert "audio_dir" in summary(out)["settings"] and "sample" not in summary(out)["settings"]
+    assert summary(out)["settings"]["floor_vocoder"] == "griffin_lim"
 
 
 def test_the_ground_truth_as_audio_dir_scores_the_floor(setup, first, tmp_path) -> None:
@@ -181,7 +190,7 @@ def test_a_finished_run_rerun_only_rewrites_the_report(setup, first, tmp_path, m
     monkeypatch.setattr(synthesizer.Synthesizer, "synthesize", lambda *a, **k: pytest.fail("synthesized again"))
     assert main(args(setup, out, "report_items=1")) == 0
     assert summary(out)["resumed_rows"] == 3 and results(out) == results(first)
-    assert (out / "report.html").read_text().count("<audio") == 3  # only the worst item: output, reference, truth
+    assert (out / "report.html").read_text().count("<audio") == 4  # only the worst: output, reference, truth, vocoded
 
 
 def test_other_settings_or_other_files_in_the_output_are_refused(setup, first, tmp_path, capsys) -> None:

@@ -66,23 +66,26 @@ def shown(key: str, value: float | None) -> str:
 
 def check_summary_table(dom: str, summary: dict, rows: list[dict]) -> None:
     """The summary table holds a row per mean of `summary.json`, in its order, with the model's and the ground truth's
-    figure, then the item counts; nothing else but result columns the summary has no mean for (those rows are empty).
+    figure (and the vocoded ground truth's when there is one), then the item counts; nothing else but result columns
+    the summary has no mean for (those rows are empty).
 
     Derived from the run's own summary and results, so a metric added to the evaluation needs no change here, while a
     row that goes missing, moves, shows another figure or appears from nowhere fails.
     """
     table = summary_table(dom)
-    assert all(len(cells) == 4 for cells in table), table
+    floors = [summary["ground_truth"]] + (
+        [summary["ground_truth_vocoded"]] if summary.get("ground_truth_vocoded") else []
+    )
+    assert all(len(cells) == 3 + len(floors) for cells in table), table
     means = {key: value for key, value in summary["means"].items() if key != "count"}
-    floor = summary["ground_truth"]
     *metrics, items = table
-    assert items == ["items", "", str(len(rows)), str(int(floor["count"]))], items
+    assert items == ["items", "", str(len(rows)), *(str(int(floor["count"])) for floor in floors)], items
     names = [cells[0] for cells in metrics]
     assert len(set(names)) == len(names), f"a metric twice in the summary table: {names}"
     with_figure = [cells for cells in metrics if cells[2]]
     assert [cells[0] for cells in with_figure] == list(means), "the summary table's rows are not the summary's means"
-    for key, _, model, truth in with_figure:
-        assert (model, truth) == (shown(key, means[key]), shown(key, floor.get(key))), key
+    for key, _, model, *truths in with_figure:
+        assert [model, *truths] == [shown(key, means[key]), *(shown(key, floor.get(key)) for floor in floors)], key
     results = {key for row in rows for key, value in row.items() if isinstance(value, (int, float))}
     empty = {cells[0] for cells in metrics if not cells[2]}
     assert empty <= results - means.keys(), f"summary rows with no figure that no result column explains: {empty}"
@@ -110,6 +113,7 @@ def test_report_of_a_trained_model_opens_in_chromium(tmp_path: Path) -> None:
     assert len(rows) == 3 and all({"wer", "transcript", "sim", "mos"} <= row.keys() for row in rows)
     summary = json.loads((out / "summary.json").read_text())
     assert {"wer", "sim", "mos", "mel_l1"} <= summary["means"].keys() and summary["ground_truth"]["count"] == 2
+    assert summary["ground_truth_vocoded"]["count"] == 2  # through the model's Griffin-Lim
 
     probe = tmp_path / "probe.html"
     probe.write_text((out / "report.html").read_text().replace("</body>", PROBE + "</body>"))
@@ -117,7 +121,7 @@ def test_report_of_a_trained_model_opens_in_chromium(tmp_path: Path) -> None:
     check_summary_table(dom, summary, rows)
     assert len(re.findall(r'<tr class="item" id="item-', dom)) == 3
     sources = re.findall(r'<audio [^>]*src="([^"]*)"', dom)
-    assert len(sources) == 3 + 3 + 2 and all(s.startswith("data:audio/flac;base64,") for s in sources)
+    assert len(sources) == 3 + 3 + 2 + 2 and all(s.startswith("data:audio/flac;base64,") for s in sources)
     body = re.search(r"<body([^>]*)>", dom)
     assert body is not None and f'data-decoded="{len(sources)}"' in body.group(1) and "data-failed" not in body.group(1)
 

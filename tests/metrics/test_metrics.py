@@ -189,7 +189,7 @@ def test_every_numeric_result_key_has_a_direction() -> None:
         (["sim"], MetricSettings(speaker="ecapa:x"), "unknown speaker backend 'ecapa:x'; choose one of: resemblyzer"),
         (["mos"], MetricSettings(mos="nisqa"), "unknown mos backend 'nisqa'; choose one of: dnsmos, utmos"),
         (["wer"], MetricSettings(asr="whisper"), "asr backend 'whisper' needs a model: 'whisper:<local dir"),
-        (["wer"], MetricSettings(asr="pocketsphinx:big"), "asr backend 'pocketsphinx' takes no argument"),
+        (["wer"], MetricSettings(asr="pocketsphinx:big"), "vocabulary directory 'big' does not exist"),
         (["wer"], MetricSettings(language="zh"), "'pocketsphinx' has only an English model"),
         (["wer"], MetricSettings(asr="whisper:./no/such/dir"), "model directory './no/such/dir' does not exist"),
         (["sim"], MetricSettings(speaker="wavlm:/no/such/dir"), "model directory '/no/such/dir' does not exist"),

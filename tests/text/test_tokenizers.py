@@ -1,4 +1,4 @@
-"""Tokenizer selection by name, and the import-free behaviour without the `zh` extra."""
+"""Tokenizer selection by name, and the import-free behaviour without the `zh` and `ipa` extras."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from f5lite.text import TOKENIZER_NAMES, char_tokenize, get_tokenizer
 
 
 def test_names() -> None:
-    assert TOKENIZER_NAMES == ("char", "byte", "pinyin")
+    assert TOKENIZER_NAMES == ("char", "byte", "pinyin", "ipa")
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="'char', 'byte', 'pinyin'") as excinfo:
+    with pytest.raises(ValueError, match="'char', 'byte', 'pinyin', 'ipa'") as excinfo:
         get_tokenizer("bpe")
     assert "'bpe'" in str(excinfo.value)
 
@@ -43,11 +43,13 @@ def test_pinyin_without_pypinyin_says_how_to_install(monkeypatch: pytest.MonkeyP
 
 
 def test_f5lite_text_imports_and_encodes_without_zh_extra(assets: Path) -> None:
-    # A fresh interpreter, so that nothing imported by other tests hides an eager import of jieba or pypinyin.
+    # A fresh interpreter, so that nothing imported by other tests hides an eager import of jieba, pypinyin or
+    # phonemizer.
     script = f"""
 import sys
 sys.modules["jieba"] = None
 sys.modules["pypinyin"] = None
+sys.modules["phonemizer"] = None
 from f5lite.text import TextEncoder, load_vocab
 vocab = load_vocab({str(assets / "f5tts_compat" / "vocab.txt")!r})
 assert TextEncoder("char", vocab).encode(["AB"]).ids.tolist() == [[32, 33]]
@@ -57,6 +59,12 @@ except ImportError as err:
     assert "f5lite[zh]" in str(err), err
 else:
     raise AssertionError("pinyin worked without jieba")
+try:
+    TextEncoder("ipa", vocab)
+except ImportError as err:
+    assert "f5lite[ipa]" in str(err), err
+else:
+    raise AssertionError("ipa worked without phonemizer")
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
