@@ -1473,8 +1473,8 @@ MUTANTS = (
         "PCK2",
         "the packing's utterance boundaries merge the first two utterances (they would attend to each other)",
         PACKING,
-        "cu_seqlens = torch.cat((starts, lengths.sum()[None])).to(torch.int32)",
-        "cu_seqlens = torch.cat((starts[:1], starts[2:], lengths.sum()[None])).to(torch.int32)",
+        "cu_seqlens=torch.cat((starts, lengths.sum()[None])).to(torch.int32),",
+        "cu_seqlens=torch.cat((starts[:1], starts[2:], lengths.sum()[None])).to(torch.int32),",
         (
             PACKING_TESTS + "::test_pack_mask_places_every_real_frame",
             PACKING_TESTS + "::test_packed_step_has_the_padded_loss_and_gradients",
@@ -1484,8 +1484,8 @@ MUTANTS = (
         "PCK3",
         "rotary positions run on across the packed sequence instead of restarting in each utterance",
         PACKING,
-        "positions=index - document * n,",
-        "positions=torch.arange(index.numel(), device=mask.device),",
+        "positions = torch.arange(total, device=device) - starts.index_select(0, document)",
+        "positions = torch.arange(total, device=device)",
         (
             PACKING_TESTS + "::test_pack_mask_places_every_real_frame",
             PACKING_TESTS + "::test_packed_step_has_the_padded_loss_and_gradients",

@@ -81,7 +81,7 @@ class Packing:
 def pack_mask(mask: torch.Tensor) -> Packing:
     """The packing of a batch from its frame mask.
 
-    Reads the lengths back to the host once (the packed length sizes every tensor after it).
+    Reads back to the host once (the packed length sizes every tensor after it).
 
     Args:
         mask: `[b, n]` bool, True = real frame; each row's real frames come first (a length mask).
@@ -93,19 +93,22 @@ def pack_mask(mask: torch.Tensor) -> Packing:
         ValueError: a row whose real frames do not come first (a hole, or padding in front).
     """
     b, n = mask.shape
+    device = mask.device
     lengths = mask.sum(dim=1)
-    if not torch.equal(mask, torch.arange(n, device=mask.device)[None] < lengths[:, None]):
+    holes = (mask != (torch.arange(n, device=device)[None] < lengths[:, None])).any()
+    # The one read-back of the step (a sync on a GPU): validity, the packed length and the longest utterance.
+    bad, total, max_len = torch.stack((holes.long(), lengths.sum(), lengths.max())).tolist()
+    if bad:
         raise ValueError("packing needs length masks: each row's real frames first, then padding")
-    index = mask.flatten().nonzero().squeeze(1)
     starts = torch.cumsum(lengths, 0) - lengths
-    document = torch.repeat_interleave(torch.arange(b, device=mask.device), lengths, output_size=index.numel())
-    cu_seqlens = torch.cat((starts, lengths.sum()[None])).to(torch.int32)
+    document = torch.repeat_interleave(torch.arange(b, device=device), lengths, output_size=total)
+    positions = torch.arange(total, device=device) - starts.index_select(0, document)
     return Packing(
-        index=index,
+        index=document * n + positions,
         document=document,
-        positions=index - document * n,
-        cu_seqlens=cu_seqlens,
-        max_len=int(lengths.max()),
+        positions=positions,
+        cu_seqlens=torch.cat((starts, lengths.sum()[None])).to(torch.int32),
+        max_len=max_len,
         batch=b,
         frames=n,
     )
