@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus demo bench bench-gpu docs lint fmt typecheck wheel-check clean
+.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus bench-speaks demo bench bench-gpu docs lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -89,11 +89,17 @@ test-mutants: $(STAMP) ## Plant known bugs in a copy of the package; check the t
 # set and a recogniser built from the training sentences only), then its two WER floors: the recordings, and the
 # recordings through log-mel and Griffin-Lim, as a model's speech goes.
 SPEAK_DIR ?= runs/speak_corpus
-speak-corpus: $(STAMP) ## Make the speech corpus (3,000 + 100 held-out espeak-ng sentences, about 1 min; installs espeak-ng when missing) and score its two WER floors
+speak-corpus: $(STAMP) ## Make the speech corpus (3,000 + 100 held-out espeak-ng sentences, prepared for characters and for IPA, 2 min; installs espeak-ng when missing) and score its two WER floors
 	@scripts/apt_install.sh $(ESPEAK) espeak-ng $(ESPEAK_LOG) fail speak-corpus
 	$(BIN)/python scripts/make_speak_corpus.py --out $(SPEAK_DIR)
+	$(BIN)/python scripts/make_speak_corpus.py --out $(SPEAK_DIR)_ipa --tokenizer ipa
 	$(BIN)/f5lite-eval audio_dir=$(SPEAK_DIR)/test/audio testset=$(SPEAK_DIR)/test/testset.txt output=$(SPEAK_DIR)/floor \
 		metrics=[wer] asr=pocketsphinx:$(SPEAK_DIR)/asr floor_vocoder=griffin_lim
+
+SPEAK_MINUTES ?= 45
+bench-speaks: $(STAMP) $(F5TTS_DIR)/.installed ## speak_cpu, speak_cpu_char and F5-TTS's trainer from scratch side by side for SPEAK_MINUTES (45) each, one core each; WER/SIM/MOS curves into scripts/results/ (needs make speak-corpus)
+	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/bench_speaks.py --minutes $(SPEAK_MINUTES) \
+		--char-corpus $(SPEAK_DIR) --ipa-corpus $(SPEAK_DIR)_ipa --work runs/bench_speaks --out-dir scripts/results
 
 DEMO_DIR ?= runs/demo
 DEMO_REF := f5lite/demo_data/audio/us_male/000_us_male.ogg

@@ -281,7 +281,8 @@ def run_f5tts_child(spec: dict[str, Any], events: Events) -> int:
         learning_rate=spec["lr"],
         num_warmup_updates=spec["warmup"],
         save_per_updates=spec["ckpt_every"],
-        keep_last_n_checkpoints=0,  # model_last.pt only: one checkpoint per interval, as f5lite writes
+        # model_last.pt only by default: one checkpoint per interval, as f5lite writes; bench_speaks.py keeps all (-1)
+        keep_last_n_checkpoints=spec.get("keep_checkpoints", 0),
         checkpoint_path=spec["run_dir"],
         batch_size_per_gpu=spec["frames"],
         batch_size_type="frame",
@@ -316,7 +317,8 @@ def run_f5tts_child(spec: dict[str, Any], events: Events) -> int:
 
     def save(update: int, last: bool = False) -> None:
         # With keep_last_n_checkpoints=0 its numbered save returns before writing: not counted as a checkpoint.
-        events.timed("save" if last else "skipped", save_checkpoint)(update, last)
+        kept = last or spec.get("keep_checkpoints", 0) != 0
+        events.timed("save" if kept else "skipped", save_checkpoint)(update, last)
 
     trainer.save_checkpoint = save
     with open(data / "duration.json", encoding="utf-8") as f:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from f5lite.config.checks import check_at_least, check_choice, check_range
 from f5lite.models.attention import QK_NORMS
 from f5lite.models.build import BACKBONES
+from f5lite.models.text_embed import TEXT_FITS
 from f5lite.models.unett import SKIP_TYPES
 
 # F5-TTS's conv position embedding is a grouped Conv1d with 16 groups in every backbone's input embedding.
@@ -78,10 +79,15 @@ class DiTConfig(ModelConfig):
     """Apply rotary embeddings to the first N heads only (`1` reproduces F5-TTS v0); `null` means all heads."""
     long_skip_connection: bool = False
     """Concatenate the input of the first block to the output of the last (off in every released model)."""
+    text_fit: str = "pad"
+    """How the text tokens meet the frames: `pad` (F5-TTS: token j on frame j, filler after) or `spread` (each
+    token stretched evenly over the utterance, ZipVoice's average upsampling: a rough alignment from the start,
+    so a small model speaks far sooner; such a model has no F5-TTS format)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_text_options(self.text_dim, self.conv_layers, self.pe_attn_head, self.heads)
+        check_choice("model.text_fit", self.text_fit, TEXT_FITS)
 
 
 @dataclass

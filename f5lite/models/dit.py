@@ -101,6 +101,7 @@ class DiT(Backbone):
         pe_attn_head: int | None = None,
         long_skip_connection: bool = False,
         attn_mask_enabled: bool = False,
+        text_fit: str = "pad",
     ) -> None:
         super().__init__()
         text_dim = mel_dim if text_dim is None else text_dim
@@ -108,7 +109,9 @@ class DiT(Backbone):
         self.dim = dim
         self.text_num_embeds = text_num_embeds
         self.time_embed = TimestepEmbedding(dim)
-        self.text_embed = FrameTextEmbedding(text_num_embeds, text_dim, text_mask_padding, conv_layers, TEXT_MAX_POS)
+        self.text_embed = FrameTextEmbedding(
+            text_num_embeds, text_dim, text_mask_padding, conv_layers, TEXT_MAX_POS, fit=text_fit
+        )
         self.input_embed = InputEmbedding(mel_dim, text_dim, dim)
         self.rotary_embed = RotaryEmbedding(dim_head)
         blocks = [

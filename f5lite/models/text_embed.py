@@ -5,6 +5,11 @@ Shapes: b batch, nt text tokens, n audio frames, td text width.
 Ids arrive padded with -1 and are shifted by +1, so row 0 is the "filler" token: batch padding, dropped text and,
 for DiT/UNetT, the positions past the end of the text. The padding mask is taken before the CFG text drop, so a
 dropped text keeps the filler embedding at formerly real positions and zeros elsewhere (F5-TTS's behaviour).
+
+How the text meets the frames (`TEXT_FITS`): F5-TTS's `pad` puts token j on frame j and filler after the text, so
+the model has to learn where each token is spoken from nothing; `spread` (ZipVoice's average upsampling) embeds the
+tokens at token rate and stretches them evenly over each utterance's frames, a rough alignment from the first update
+that a small model refines far sooner. A `spread` model has no F5-TTS counterpart.
 """
 
 from __future__ import annotations
@@ -15,14 +20,27 @@ from torch import nn
 
 from f5lite.models.layers import ConvNeXtV2Block, DropFlag, drop_rows, text_positions
 
+TEXT_FITS = ("pad", "spread")
+"""How text tokens are laid on the frames: `pad` (F5-TTS) or `spread` (even upsampling); see the module docstring."""
+
 
 class FrameTextEmbedding(nn.Module):
     """DiT/UNetT text path: ids fitted to the audio length, embedded, plus optional ConvNeXt-V2 refinement."""
 
     def __init__(
-        self, num_embeds: int, text_dim: int, mask_padding: bool, conv_layers: int, max_pos: int, conv_mult: int = 2
+        self,
+        num_embeds: int,
+        text_dim: int,
+        mask_padding: bool,
+        conv_layers: int,
+        max_pos: int,
+        conv_mult: int = 2,
+        fit: str = "pad",
     ) -> None:
         super().__init__()
+        if fit not in TEXT_FITS:
+            raise ValueError(f"text fit {fit!r} is not valid; choose one of: {', '.join(TEXT_FITS)}")
+        self.fit = fit
         self.text_embed = nn.Embedding(num_embeds + 1, text_dim)
         self.mask_padding = mask_padding
         self.max_pos = max_pos
@@ -47,6 +65,8 @@ class FrameTextEmbedding(nn.Module):
         Returns:
             `[b, n, td]`.
         """
+        if self.fit == "spread":
+            return self._spread(text, seq_len, drop_text, lens)
         ids = F.pad((text + 1)[:, :seq_len], (0, max(seq_len - text.shape[1], 0)), value=0)
         valid = None
         if lens is not None:
@@ -66,6 +86,26 @@ class FrameTextEmbedding(nn.Module):
         for block in self.text_blocks:
             emb = block(emb).masked_fill(pad[..., None], 0.0)
         return emb
+
+    def _spread(self, text: torch.Tensor, seq_len: int, drop_text: DropFlag, lens: torch.Tensor | None) -> torch.Tensor:
+        """`forward` for `fit="spread"`: embed (and refine) at token rate, then stretch over each sample's frames.
+
+        Frame i of a sample with L valid frames and k tokens shows token `floor(i * k / L)`; frames past L are zero.
+        """
+        pad = text < 0
+        emb = self.text_embed(drop_rows(text + 1, drop_text))
+        if self.text_blocks is not None:
+            emb = emb + text_positions(text.shape[1], emb.shape[-1], self.max_pos, emb.device).to(emb.dtype)
+            for block in self.text_blocks:
+                emb = block(emb.masked_fill(pad[..., None], 0.0))
+        emb = emb.masked_fill(pad[..., None], 0.0)
+        frames = torch.arange(seq_len, device=text.device)
+        length = torch.full_like(pad[:, 0], seq_len, dtype=torch.long) if lens is None else lens.long()
+        tokens = (~pad).sum(dim=1)
+        index = (frames[None, :] * tokens[:, None]).div(length.clamp(min=1)[:, None], rounding_mode="floor")
+        index = index.clamp(max=max(text.shape[1] - 1, 0))
+        out = emb.gather(1, index[..., None].expand(-1, -1, emb.shape[-1]))
+        return out.masked_fill((frames[None, :] >= length[:, None])[..., None], 0.0)
 
 
 class TokenTextEmbedding(nn.Module):

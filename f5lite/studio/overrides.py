@@ -53,6 +53,7 @@ ALLOWED = DERIVED | frozenset(
         *(f"model.{k}" for k in ("dim", "depth", "heads", "dim_head", "dropout", "ff_mult", "mel_dim")),
         *(f"model.{k}" for k in ("text_num_embeds", "text_mask_padding", "qk_norm", "attn_mask_enabled", "text_dim")),
         *(f"model.{k}" for k in ("conv_layers", "pe_attn_head", "long_skip_connection", "skip_connect_type")),
+        "model.text_fit",
         # Batching (not where the data is, nor its vocabulary).
         *(f"data.{k}" for k in ("tokenizer", "mel_type", "max_samples", "window", "fill_efficiency")),
         *(f"data.{k}" for k in ("quadratic_duration", "pad_multiple", "max_skip_ratio")),

@@ -24,6 +24,7 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from f5lite.atomic import atomic_directory
+from f5lite.config import TrainConfig
 from f5lite.models import backbone_kwargs, to_f5tts_layout
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.storage.duration_files import has_duration, save_duration
@@ -91,6 +92,8 @@ def export_run(
         return _export_duration(root, Path(out), step)
     if cfg.finetune.lora.rank and cfg.finetune.lora.export == "adapter":
         return _export_adapter(root, Path(out), step)
+    if fmt == "f5tts":
+        _check_f5tts_can_load(root, cfg)
     loaded = load_source(root, step=step)
     out = Path(out)
     if fmt == "f5lite":
@@ -105,6 +108,23 @@ def export_run(
         if loaded.vocab is not None:
             shutil.copyfile(root / VOCAB_FILE, staging / VOCAB_FILE)
     return out
+
+
+def _check_f5tts_can_load(root: Path, cfg: TrainConfig) -> None:
+    """Refuse an F5-TTS export of a model that F5-TTS would load and then run wrongly.
+
+    That is a model whose text meets the frames another way (`model.text_fit`), or whose tokenizer F5-TTS lacks
+    (IPA: F5-TTS would look up the letters).
+    """
+    fit = getattr(cfg.model, "text_fit", "pad")
+    if fit != "pad":
+        raise ValueError(
+            f"{root} was trained with model.text_fit={fit}, which F5-TTS has no code for; keep --format f5lite"
+        )
+    if cfg.data.tokenizer.split(":")[0] == "ipa":
+        raise ValueError(
+            f"{root} reads IPA ({cfg.data.tokenizer}), which F5-TTS has no tokenizer for; keep --format f5lite"
+        )
 
 
 def _is_previous_export(directory: Path) -> bool:
