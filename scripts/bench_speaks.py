@@ -317,7 +317,7 @@ def markdown(result: dict[str, Any]) -> str:
     header = result["header"]
     lines = [f"# bench_speaks: {header['date']}", "",
              f"{header['machine']['cpu']} ({', '.join(result['cpu_flags'])}), {header['machine']['logical_cores']} "
-             f"logical cores; {result['threads']} thread(s) per arm; budget {result['minutes']} min; "
+             f"logical cores; {result['threads']} thread(s) per arm; budget {result['minutes'] or 'none (runs made apart)'} min; "
              f"{result['limit']} held-out rows.", ""]  # fmt: skip
     for key, values in (result.get("floors") or {}).items():
         if values:
@@ -400,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         train(arms, args.minutes, threads, args.work)
     score(arms, args.work, args.limit, args.points, args.jobs)
     result = {
-        "header": run_header(["f5-tts"]), "cpu_flags": cpu_flags(), "minutes": args.minutes, "threads": threads,
+        "header": run_header(["f5-tts"]), "cpu_flags": cpu_flags(), "minutes": None if args.runs else args.minutes, "threads": threads,
         "limit": args.limit, "floors": floors(Path(arms[0].corpus), args.work, args.limit),
         "arms": {arm.name: asdict(arm) for arm in arms},
     }  # fmt: skip
