@@ -315,15 +315,18 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def markdown(result: dict[str, Any]) -> str:
     """The curve as a table per arm, with the floors."""
     header = result["header"]
+    budget = f"{result['minutes']} min" if result["minutes"] else "none (runs made apart, scored with --runs)"
     lines = [f"# bench_speaks: {header['date']}", "",
              f"{header['machine']['cpu']} ({', '.join(result['cpu_flags'])}), {header['machine']['logical_cores']} "
-             f"logical cores; {result['threads']} thread(s) per arm; budget {result['minutes'] or 'none (runs made apart)'} min; "
-             f"{result['limit']} held-out rows.", ""]  # fmt: skip
+             f"logical cores; {result['threads']} thread(s) per arm; budget: {budget}; {result['limit']} held-out rows.",
+             ""]  # fmt: skip
     for key, values in (result.get("floors") or {}).items():
         if values:
-            lines.append(f"- floor, {key}: WER {values.get('wer')}, SIM {values.get('sim')}, MOS {values.get('mos')}")
+            lines.append(f"- floor, {key}: WER {_fmt(values.get('wer'))}, SIM {_fmt(values.get('sim'))}, "
+                         f"MOS {_fmt(values.get('mos'))}")  # fmt: skip
     for name, arm in result["arms"].items():
-        lines += ["", f"## {name} (recipe {arm['recipe']}, {arm['corpus']})", "",
+        overrides = "".join(f", {o}" for o in arm.get("overrides") or [])
+        lines += ["", f"## {name} (recipe {arm['recipe']}{overrides}, {arm['corpus']})", "",
                   "| update | minutes | WER | SIM | MOS |", "|---:|---:|---:|---:|---:|"]  # fmt: skip
         lines += [f"| {p['update']} | {p['minutes']} | {_fmt(p['wer'])} | {_fmt(p['sim'])} | {_fmt(p['mos'])} |"
                   for p in arm["points"]]  # fmt: skip

@@ -14,18 +14,14 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support.scripts import load_script
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_speaks", SCRIPTS / "bench_speaks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_speaks")
 
 
 def test_pick_spreads_the_checkpoints_and_keeps_the_last(bench: ModuleType) -> None:
@@ -60,7 +56,8 @@ def _result() -> dict:
         "header": {"date": "2026-11-26T16:00:00+00:00", "machine": {"cpu": "AMD EPYC", "logical_cores": 2}},
         "cpu_flags": ["avx2"], "minutes": 45.0, "threads": 1, "limit": 30,
         "floors": {"recorded": {"wer": 0.15, "sim": 0.9, "mos": 3.0}, "vocoded": {"wer": 0.14, "sim": 0.88}},
-        "arms": {"f5lite": arm, "f5tts": {**arm, "recipe": "speak_cpu_char", "points": points[:1]}},
+        "arms": {"f5lite": arm, "f5tts": {**arm, "recipe": "speak_cpu_char", "points": points[:1]},
+                 "f5lite-ipa-pad": {**arm, "overrides": ["model.text_fit=pad"]}},
     }  # fmt: skip
 
 
@@ -72,8 +69,9 @@ def test_the_plot_and_the_table(bench: ModuleType, tmp_path: Path) -> None:
     assert image.shape[0] > 500 and image.shape[1] > 800
     table = bench.markdown(_result())
     assert "| 1000 | 36.2 | 0.350 | 0.500 | 2.000 |" in table
-    assert "floor, recorded: WER 0.15" in table and "floor, vocoded: WER 0.14" in table
-    assert table.count("| update | minutes |") == 2
+    assert "floor, recorded: WER 0.150, SIM 0.900" in table and "floor, vocoded: WER 0.140, SIM 0.880, MOS -" in table
+    assert table.count("| update | minutes |") == 3 and "budget: 45.0 min" in table
+    assert "## f5lite-ipa-pad (recipe speak_cpu, model.text_fit=pad, /c)" in table  # a lever arm says its lever
 
 
 def test_the_floors_are_drawn(bench: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

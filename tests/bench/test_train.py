@@ -3,29 +3,20 @@ observables of activation checkpointing, checkpoint stalls, and the ablation's r
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support.scripts import load_script
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 TINY = ["--preset", "tiny", "--threads", "1", "--steps", "2", "--warmup", "1", "--mel-lengths", "40,56"]
 TINY += ["--text-lengths", "10,12"]
 
 
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    return load("bench_train")
+    return load_script("bench_train")
 
 
 def record(bench: ModuleType, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
@@ -62,7 +53,7 @@ def test_bad_arguments(bench, capsys) -> None:
 
 
 def test_median_record_keeps_the_middle_round() -> None:
-    ablate = load("ablate")
+    ablate = load_script("ablate")
     runs = [{"label": "a", "step_s": s, "frames_per_s": 10 / s} for s in (3.0, 1.0, 2.0)]
     chosen = ablate.median_record(runs)
     assert chosen["step_s"] == 2.0 and chosen["step_s_rounds"] == [1.0, 2.0, 3.0]
@@ -71,7 +62,7 @@ def test_median_record_keeps_the_middle_round() -> None:
 
 @pytest.mark.slow  # runs ablate.py end to end (about 30 s); `make test-slow`
 def test_ablation_writes_json_table_and_chart(tmp_path: Path, capsys) -> None:
-    ablate = load("ablate")
+    ablate = load_script("ablate")
     only = "baseline fp32,AC full every block,sync checkpoint,async checkpoint"
     argv = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0", "--mel-lengths", "40,56"]
     argv += ["--text-lengths", "10,12", "--only", only, "--out-dir", str(tmp_path), "--device", "cpu"]

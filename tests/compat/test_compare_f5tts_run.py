@@ -5,27 +5,21 @@ where F5-TTS is importable (it is never a dependency)."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support.scripts import load_script
 
 from f5lite.bench import MID_DIT
 from f5lite.paths import demo_dir
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compare_f5tts_run.py"
-
 
 @pytest.fixture(scope="module")
 def cmp() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("compare_f5tts_run", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("compare_f5tts_run")
 
 
 @pytest.fixture(scope="module")

@@ -6,24 +6,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compare_f5tts_sampling.py"
+from support.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def compare() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("compare_f5tts_sampling", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("compare_f5tts_sampling")
 
 
 def test_worker_runs_in_its_own_process(compare, tmp_path) -> None:

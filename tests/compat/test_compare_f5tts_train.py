@@ -4,7 +4,6 @@ importable (`PYTHONPATH=/tmp/f5pkg`), both sides' first losses must agree (same 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ from types import ModuleType
 import pytest
 import torch
 from support.golden import assert_golden
+from support.scripts import load_script
 
 import f5lite
 from f5lite.bench import training_flops
@@ -35,12 +35,7 @@ def first_loss(label: str) -> float:
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("compare_f5tts_train", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("compare_f5tts_train")
 
 
 def test_options(script: ModuleType) -> None:

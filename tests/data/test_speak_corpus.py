@@ -6,33 +6,26 @@ training sentences alone."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from lhotse import CutSet
+from support.scripts import load_script
 
 from f5lite.audio import SAMPLE_RATE, load_audio
 from f5lite.data.testset import read_testset
 from f5lite.metrics.langmodel import DICT_FILE, LM_FILE, arpa_language_model, sentence_words
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_speak_corpus.py"
 ESPEAK = shutil.which("espeak-ng") is not None
 
 
 @pytest.fixture(scope="module")
 def corpus() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_speak_corpus", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_speak_corpus")
 
 
 def test_the_split_is_seeded_distinct_and_spelled_from_training(corpus: ModuleType) -> None:

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 from support.eval_cli_assets import make_testset, make_tiny_export
+from support.scripts import load_script
 
 from f5lite.data.testset import read_testset
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "eval_paths.py"
 EXTRA = ["vocoder=griffinlim", "metrics=[mel,sim]", "device=cpu"]
 
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_paths", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("eval_paths")
 
 
 @pytest.mark.slow  # six f5lite-eval processes: about a minute

@@ -40,6 +40,7 @@ from typing import Any
 
 import pytest
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from support.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -53,11 +54,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 def load_hook(name: str) -> ModuleType:
     """A module of `docs/hooks/`, imported from its path as MkDocs does."""
-    spec = importlib.util.spec_from_file_location(f"docs_hook_{name}", ROOT / "docs" / "hooks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"docs_hook_{name}", ROOT / "docs" / "hooks" / f"{name}.py")
 
 
 @pytest.fixture(scope="module")

@@ -7,28 +7,17 @@ tests/compat/test_compare_f5tts_train.py and by the rehearsal.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from support.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def make_commands(*target: str) -> dict[str, list[list[str]]]:

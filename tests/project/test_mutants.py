@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from support.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_mutants():
-    spec = importlib.util.spec_from_file_location("mutants", ROOT / "scripts" / "mutants.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mutants"] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("mutants")
 
 
 def test_every_mutant_applies_once_and_names_existing_tests() -> None:

@@ -4,16 +4,14 @@ is refused F5-TTS's format in one line."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from support.scripts import load_script
 
 from f5lite.config import compose_config
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_speak_corpus.py"
 ESPEAK = shutil.which("espeak-ng") is not None
 
 
@@ -33,11 +31,7 @@ def ipa_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not ESPEAK:
         pytest.skip("needs espeak-ng (Debian/Ubuntu: apt-get install espeak-ng)")
     pytest.importorskip("phonemizer")
-    spec = importlib.util.spec_from_file_location("make_speak_corpus", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = load_script("make_speak_corpus")
     out = tmp_path_factory.mktemp("speak") / "corpus"
     argv = ["--out", str(out), "--train", "10", "--test", "2", "--val", "2", "--workers", "1", "--tokenizer", "ipa"]
     assert module.main(argv) == 0
