@@ -97,7 +97,7 @@ speak-corpus: $(STAMP) ## Make the speech corpus (3,000 + 100 held-out espeak-ng
 		metrics=[wer] asr=pocketsphinx:$(SPEAK_DIR)/asr floor_vocoder=griffin_lim
 
 SPEAK_MINUTES ?= 45
-bench-speaks: $(STAMP) $(F5TTS_DIR)/.installed ## speak_cpu, speak_cpu_char and F5-TTS's trainer from scratch side by side for SPEAK_MINUTES (45) each, one core each; WER/SIM/MOS curves into scripts/results/ (needs make speak-corpus)
+bench-speaks: $(STAMP) $(F5TTS_DIR)/.installed ## speak_cpu, speak_cpu_char and F5-TTS's trainer from scratch side by side for SPEAK_MINUTES (45) each, the cores shared out (one thread each on 2 cores); WER/SIM/MOS curves into scripts/results/ (needs make speak-corpus)
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/bench_speaks.py --minutes $(SPEAK_MINUTES) \
 		--char-corpus $(SPEAK_DIR) --ipa-corpus $(SPEAK_DIR)_ipa --work runs/bench_speaks --out-dir scripts/results
 
