@@ -1620,6 +1620,14 @@ MUTANTS = (
         ("tests/train/test_speak_recipes.py",),
     ),
     Mutant(
+        "FIT5",
+        "an IPA model is exported in F5-TTS's format, which would look its phonemes up as letters",
+        "f5lite/train/export.py",
+        '    if tokenizer_family(cfg.data.tokenizer) == "ipa":',
+        "    if False:",
+        ("tests/train/test_speak_recipes.py",),
+    ),
+    Mutant(
         "control",
         "optimizer state not restored on resume",
         TRAINER,

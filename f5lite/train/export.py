@@ -42,7 +42,7 @@ from f5lite.storage.pretrained import save_pretrained
 from f5lite.storage.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE, load_run_config
 from f5lite.storage.store import CheckpointStore
 from f5lite.text import load_vocab
-from f5lite.text.tokenizers import BYTE_NUM_EMBEDS
+from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, tokenizer_family
 
 FORMATS = ("f5lite", "f5tts")
 """Export formats (`--format`)."""
@@ -121,7 +121,7 @@ def _check_f5tts_can_load(root: Path, cfg: TrainConfig) -> None:
         raise ValueError(
             f"{root} was trained with model.text_fit={fit}, which F5-TTS has no code for; keep --format f5lite"
         )
-    if cfg.data.tokenizer.split(":")[0] == "ipa":
+    if tokenizer_family(cfg.data.tokenizer) == "ipa":
         raise ValueError(
             f"{root} reads IPA ({cfg.data.tokenizer}), which F5-TTS has no tokenizer for; keep --format f5lite"
         )

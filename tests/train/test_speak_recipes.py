@@ -26,6 +26,18 @@ def test_the_recipes_differ_only_in_the_text() -> None:
     }
 
 
+def test_f5tts_format_is_refused_for_each_reason_alone(tmp_path: Path) -> None:
+    from f5lite.train.export import _check_f5tts_can_load
+
+    with pytest.raises(ValueError, match="model.text_fit=spread, which F5-TTS has no code for"):
+        _check_f5tts_can_load(tmp_path, compose_config(["+recipe=speak_cpu_char", "model.text_fit=spread"]))
+    with pytest.raises(ValueError, match=r"reads IPA \(ipa:de\), which F5-TTS has no tokenizer for"):
+        _check_f5tts_can_load(
+            tmp_path, compose_config(["+recipe=speak_cpu", "model.text_fit=pad", "data.tokenizer=ipa:de"])
+        )
+    _check_f5tts_can_load(tmp_path, compose_config(["+recipe=speak_cpu_char"]))  # characters, padded: F5-TTS's own
+
+
 @pytest.fixture(scope="module")
 def ipa_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not ESPEAK:
