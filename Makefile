@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus bench-speaks demo bench bench-gpu docs lint fmt typecheck wheel-check clean
+.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus bench-speaks bench-reward demo bench bench-gpu docs lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -100,6 +100,12 @@ SPEAK_MINUTES ?= 45
 bench-speaks: $(STAMP) $(F5TTS_DIR)/.installed ## speak_cpu, speak_cpu_char and F5-TTS's trainer from scratch side by side for SPEAK_MINUTES (45) each, the cores shared out (one thread each on 2 cores); WER/SIM/MOS curves into scripts/results/ (needs make speak-corpus)
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/bench_speaks.py --minutes $(SPEAK_MINUTES) \
 		--char-corpus $(SPEAK_DIR) --ipa-corpus $(SPEAK_DIR)_ipa --work runs/bench_speaks --out-dir scripts/results
+
+REWARD_MINUTES ?= 50
+REWARD_START ?= runs/speak_cpu/export
+bench-reward: $(STAMP) ## GRPO (+recipe=grpo) against plain fine-tuning of REWARD_START (a speak_cpu export) side by side for REWARD_MINUTES (50) each; held-out WER/SIM/MOS over 3 seeds into scripts/results/ (needs make speak-corpus)
+	$(BIN)/python scripts/bench_reward.py --start $(REWARD_START) --corpus $(SPEAK_DIR)_ipa --minutes $(REWARD_MINUTES) \
+		--work runs/bench_reward --out-dir scripts/results
 
 DEMO_DIR ?= runs/demo
 DEMO_REF := f5lite/demo_data/audio/us_male/000_us_male.ogg

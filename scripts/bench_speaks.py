@@ -37,7 +37,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -129,18 +129,26 @@ def f5tts_command(arm: Arm, work: Path) -> list[str]:
     return [sys.executable, str(SCRIPTS / "compare_f5tts_run.py"), "--child", "f5tts", str(spec_path), str(events)]
 
 
-def train(arms: Sequence[Arm], minutes: float, threads: int, work: Path) -> None:
-    """Launch every arm at once, stop them all after `minutes`, and wait for them."""
+def arm_command(arm: Arm, work: Path) -> list[str]:
+    """The command that trains one of this bench's arms (`work`: a folder of its own for what it needs)."""
+    return f5tts_command(arm, work) if ARMS[arm.name][0] == "f5tts" else f5lite_command(arm)
+
+
+def train(
+    arms: Sequence[Arm], minutes: float, threads: int, work: Path,
+    command_of: Callable[[Arm, Path], list[str]] = arm_command,
+) -> None:  # fmt: skip
+    """Launch every arm at once (`command_of` gives each one's command), stop them all after `minutes`, wait."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     procs = []
     for arm in arms:
         arm_work = work / f"{arm.name}.work"
         arm_work.mkdir(parents=True, exist_ok=True)
-        command = f5tts_command(arm, arm_work) if ARMS[arm.name][0] == "f5tts" else f5lite_command(arm)
+        command = command_of(arm, arm_work)
         log = (work / f"{arm.name}.log").open("w", encoding="utf-8")
         arm.launched = time.time()
         procs.append((arm, subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)))
-        print(f"bench_speaks: {arm.name} launched ({threads} thread(s)): {' '.join(command)}", flush=True)
+        print(f"bench: {arm.name} launched ({threads} thread(s)): {' '.join(command)}", flush=True)
     deadline = time.time() + minutes * 60
     while time.time() < deadline and any(p.poll() is None for _, p in procs):
         time.sleep(5)
@@ -155,11 +163,11 @@ def train(arms: Sequence[Arm], minutes: float, threads: int, work: Path) -> None
             arm.returncode = proc.wait()
         assert arm.launched is not None
         arm.stopped_after_s = time.time() - arm.launched
-        print(f"bench_speaks: {arm.name} stopped after {arm.stopped_after_s / 60:.1f} min (rc {arm.returncode})")
+        print(f"bench: {arm.name} stopped after {arm.stopped_after_s / 60:.1f} min (rc {arm.returncode})")
         if arm.returncode not in STOPPED:
             lines = (work / f"{arm.name}.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()
             arm.error = lines[-1] if lines else f"exit status {arm.returncode}"
-            print(f"bench_speaks: {arm.name} failed: {arm.error}", file=sys.stderr)
+            print(f"bench: {arm.name} failed: {arm.error}", file=sys.stderr)
 
 
 # -------------------------------------------------------------------------------------------------- scoring

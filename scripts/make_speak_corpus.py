@@ -14,6 +14,8 @@ OUT then holds:
                                       training utterances (for the validation loss and the training prompts)
   test/testset.txt, test/audio/*.flac the held-out test set (id|ref_audio|ref_text|gen_text|gt_audio): each row's
                                       ground truth is a test sentence; its prompt a training clip of the same voice
+  rl/prompts.txt                      training prompts for online RL (grpo.prompts): a training clip as the voice,
+                                      another training sentence of the same voice to say (its clip the ground truth)
   asr/lm.arpa, asr/words.dict         the recogniser vocabulary, from the training sentences only (f5lite-eval
                                       asr=pocketsphinx:OUT/asr; see f5lite.metrics.langmodel)
   corpus.json                         the settings, counts, espeak-ng version and timings
@@ -62,6 +64,7 @@ WORDS_FILE = Path(__file__).resolve().with_name("speak_words.txt")
 DEFAULT_OUT = REPO / "runs" / "speak_corpus"
 TEST_DIR = "test"
 ASR_DIR = "asr"
+RL_DIR = "rl"
 LM_ORDER = 3
 LM_DISCOUNT = 0.5
 
@@ -240,13 +243,41 @@ def synthesize(jobs: Sequence[Job], workers: int) -> float:
         return sum(pool.map(_make_clip, jobs, chunksize=16))
 
 
+def write_rl_prompts(out: Path, clips: Sequence[tuple[Path, str, str]], count: int, seed: int) -> Path:
+    """Write `count` RL prompts of training material only (`rl/prompts.txt`, a test-set file).
+
+    Args:
+        out: the corpus folder.
+        clips: the training clips: (audio path, sentence, speaker).
+        count: rows to write.
+        seed: the draw's seed.
+
+    Returns:
+        The file's path.
+    """
+    rng = random.Random(seed)
+    by_voice: dict[str, list[tuple[Path, str]]] = {}
+    for path, text, speaker in clips:
+        by_voice.setdefault(speaker, []).append((path, text))
+    rows = []
+    for i in range(count):
+        path, text, speaker = rng.choice(clips)
+        target, target_text = rng.choice([c for c in by_voice[speaker] if c[0] != path])
+        rows.append(TestRow(f"rl{i:05d}", path, text, target_text, target))
+    shutil.rmtree(out / RL_DIR, ignore_errors=True)
+    file = out / RL_DIR / "prompts.txt"
+    file.parent.mkdir(parents=True)
+    write_testset(file, rows)
+    return file
+
+
 def build(out: Path, args: argparse.Namespace) -> dict[str, object]:
     """Make the whole corpus in `out` (see the module docstring); returns what corpus.json records."""
     voices = [VOICES[name] for name in args.voices]
     words = read_word_list()
     training, held_out = draw_sentences(words, args.train, args.test, args.seed)
     started = time.perf_counter()
-    for folder in ("audio", TEST_DIR, ASR_DIR):
+    for folder in ("audio", TEST_DIR, ASR_DIR, RL_DIR):
         shutil.rmtree(out / folder, ignore_errors=True)
     train_rows = [(Path("audio") / v.speaker / f"{i:05d}.flac", text, v) for i, text in enumerate(training)
                   for v in [voices[i % len(voices)]]]  # fmt: skip
@@ -271,6 +302,7 @@ def build(out: Path, args: argparse.Namespace) -> dict[str, object]:
         prompt, prompt_text = rng.choice(prompts[job.voice.speaker])
         rows.append(TestRow(ident, prompt, prompt_text, job.text, job.path))
     write_testset(out / TEST_DIR / "testset.txt", rows)
+    write_rl_prompts(out, [(out / r, t, v.speaker) for r, t, v in train_rows], args.rl_prompts, args.seed + 2)
     return {
         "seed": args.seed,
         "train_sentences": len(training),
@@ -298,6 +330,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument("--train", type=int, default=3000, help="training sentences (default 3000)")
     parser.add_argument("--test", type=int, default=100, help="held-out test sentences (default 100)")
+    parser.add_argument("--rl-prompts", type=int, default=1000, help="training prompts for RL (default 1000)")
     parser.add_argument("--val", type=int, default=30, help="training utterances prepare holds out for validation")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sentences and prompts (default 0)")
     parser.add_argument("--voices", nargs="+", choices=sorted(VOICES), default=list(DEFAULT_VOICES),

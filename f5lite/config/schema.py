@@ -503,6 +503,58 @@ class DistillConfig:
         check_range("distill.teacher_decay", self.teacher_decay, 0.0, 1.0)
 
 
+REWARD_NAMES = ("wer", "sim", "mos")
+"""The rewards `grpo.rewards` can weigh: each is a `f5lite.metrics` metric, scored with the `eval.*` backends."""
+
+
+@dataclass
+class GrpoConfig:
+    """Online RL of a trained model for what listeners hear (`f5lite.train.grpo`): GRPO on the sampler made an SDE.
+
+    For each prompt a group of samples is drawn from the model, each is scored with the rewards, and the model is moved
+    towards the samples that scored above their group's mean, held near its starting weights by a KL term.
+    """
+
+    prompts: str | None = None
+    """The prompts to learn on: a test-set file (`id|ref_audio|ref_text|gen_text[|gt_audio]`, as `eval.prompts`)
+    of training material, never the held-out rows. Needs `init.weights` (the model to improve), whose architecture,
+    tokenizer and mel type the run takes. null: no RL."""
+    group: int = 8
+    """Samples per prompt (GRPO's group): the advantages are each sample's reward against its group's."""
+    prompts_per_update: int = 1
+    """Prompts each rank draws per update (each with its own group)."""
+    steps: int = 10
+    """Sampler steps of a rollout (`sample.schedule` and `sample.sway` build the grid, as the sampler does)."""
+    train_steps: int = 2
+    """The rollout's steps the loss is computed on, drawn at random each update (each costs a forward and backward
+    pass of the whole group): fewer than `steps` trades gradient noise for time, as Flow-GRPO does."""
+    noise_level: float = 0.7
+    """`a` of the SDE's noise scale `a (1 - t)` (`f5lite.sampling.sde`): how far the group's samples spread."""
+    kl: float = 0.04
+    """Weight of the KL divergence to the starting weights' step, per element (Flow-GRPO's beta)."""
+    cfg_strength: float = 0.0
+    """Guidance of the rollouts: 0 (FlowTTS-GRPO: the conditional velocity is the policy, half the passes), or a
+    strength whose guided velocity (two passes) is the policy."""
+    rewards: dict[str, float] = field(default_factory=lambda: {"wer": 1.0, "sim": 1.0})
+    """Weight of each reward (`wer`, `sim`, `mos`); the reward is their weighted sum, each term higher = better:
+    `wer` counts as `-min(WER, 1)` (CER for `eval.language=zh`), `sim` as the speaker cosine to the prompt's voice,
+    `mos` as the predicted MOS. Backends: `eval.asr`, `eval.speaker`, `eval.mos`, all offline by default."""
+
+    def __post_init__(self) -> None:
+        check_at_least("grpo.group", self.group, 2)
+        check_at_least("grpo.prompts_per_update", self.prompts_per_update, 1)
+        check_at_least("grpo.steps", self.steps, 1)
+        check_range("grpo.train_steps", self.train_steps, 1, self.steps)
+        check_range("grpo.noise_level", self.noise_level, 1e-3, 10.0)
+        check_at_least("grpo.kl", self.kl, 0.0)
+        check_range("grpo.cfg_strength", self.cfg_strength, 0.0, 100.0)
+        for name, weight in self.rewards.items():
+            check_choice("grpo.rewards", name, REWARD_NAMES)
+            check_at_least(f"grpo.rewards.{name}", weight, 0.0)
+        if not any(self.rewards.values()):
+            raise ValueError(f"grpo.rewards={dict(self.rewards)} weighs nothing; give a weight > 0, e.g. {{wer: 1.0}}")
+
+
 @dataclass
 class InitConfig:
     """Pretrained weights to start from (fine-tuning).
@@ -588,6 +640,8 @@ class TrainConfig:
     """The duration predictor; the `duration` group picks one (`none` by default)."""
     distill: DistillConfig = field(default_factory=DistillConfig)
     """Few-step distillation from a teacher (off unless `distill.teacher` is set)."""
+    grpo: GrpoConfig = field(default_factory=GrpoConfig)
+    """Online RL with speech rewards (off unless `grpo.prompts` is set)."""
     run_name: str = "f5lite"
     """Name of the run; recipes set it."""
     run_dir: str = "runs/${run_name}"
@@ -603,6 +657,8 @@ class TrainConfig:
         self._check_evaluation()
         if self.distill.teacher and (self.finetune.lora.rank or self.duration.train != "none"):
             raise ValueError("distill.teacher trains a student: turn off finetune.lora.rank and duration.train")
+        if self.grpo.prompts:
+            self._check_grpo()
         if self.finetune.lora.rank and self.init.weights is None:
             raise ValueError("finetune.lora.rank is set but init.weights is not: LoRA adapts pretrained weights")
         if self.perf.memory_budget < 1.0 and self.model is not MISSING and self.model.dropout > 0:
@@ -615,6 +671,20 @@ class TrainConfig:
 
         if self.perf.pack and self.model is not MISSING:
             self._check_packing()
+
+    def _check_grpo(self) -> None:
+        """RL improves a trained model with the plain network: no other objective, no dropout (see `grpo`)."""
+        if self.init.weights is None:
+            raise ValueError(
+                "grpo.prompts is set but init.weights is not: RL improves a trained model, give its export"
+            )
+        if self.distill.teacher or self.finetune.lora.rank or self.duration.train != "none":
+            raise ValueError("grpo.prompts trains the flow model alone: turn off distill.teacher, finetune.lora.rank "
+                             "and duration.train")  # fmt: skip
+        if self.model is not MISSING and self.model.dropout > 0:
+            # The log-probability of a rollout's step must be the one the loss differentiates: no random masks.
+            raise ValueError(f"grpo.prompts needs model.dropout=0 (got {self.model.dropout}): a step's probability "
+                             "must not depend on a dropout mask")  # fmt: skip
 
     def _check_packing(self) -> None:
         """`perf.pack` is a DiT's, and changes nothing it computes only when padded keys are masked already."""

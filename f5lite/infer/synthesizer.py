@@ -220,6 +220,23 @@ class Synthesizer:
         Raises:
             ValueError: no pieces.
         """
+        cond, ids, durations, lens = self.inputs(pieces)
+        return self.decode(sample(self.backbone, cond, ids, durations, options, lens=lens, seed=seed), pieces)
+
+    def inputs(self, pieces: Sequence[Piece]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The sampler's inputs for a batch of pieces (what `generate` samples from).
+
+        Args:
+            pieces: what to make (a batch).
+
+        Returns:
+            `cond` `[b, n_ref, d]` (each reference's mel, zero-padded), `ids` `[b, nt]` (reference text + the
+            piece's text), `durations` `[b]` (frames, the reference's included) and `lens` `[b]` (reference frames),
+            on the model's device.
+
+        Raises:
+            ValueError: no pieces.
+        """
         if not pieces:
             raise ValueError("no pieces to generate")
         device = self.device
@@ -230,10 +247,22 @@ class Synthesizer:
             cond[i, : piece.reference.mel.shape[0]] = piece.reference.mel.to(device)
         ids = self.encoder.encode([piece.reference.text + piece.text for piece in pieces]).ids.to(device)
         durations = torch.tensor([piece.frames for piece in pieces], device=device)
-        mel = sample(self.backbone, cond, ids, durations, options, lens=lens, seed=seed)
+        return cond, ids, durations, lens
+
+    def decode(self, mel: Tensor, pieces: Sequence[Piece]) -> list[Tensor]:
+        """Each piece's generated frames as a waveform, at its reference's loudness.
+
+        Args:
+            mel: `[b, N, d]` the sampler's output for `pieces` (reference frames first).
+            pieces: what was made.
+
+        Returns:
+            Each piece's waveform `[piece.samples]` (float32, CPU).
+        """
         waves = []
         for i, piece in enumerate(pieces):
-            wave = self.vocoder.decode(mel[i : i + 1, int(lens[i]) : piece.frames])[0].float().cpu()
+            start = piece.reference.mel.shape[0]
+            wave = self.vocoder.decode(mel[i : i + 1, start : piece.frames])[0].float().cpu()
             waves.append(restore_rms(wave, piece.reference.rms))
         return waves
 

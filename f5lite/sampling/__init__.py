@@ -2,6 +2,7 @@
 
 `SamplerOptions` holds every setting of the sampler in one frozen, validated value; `sample` takes it whole.
 `Backbone` is what the sampler samples from (f5lite's networks implement it); `guided_field` is its guided velocity.
+`sde` is the ODE made stochastic with the same marginals, for online RL (`f5lite.train.grpo`).
 """
 
 from f5lite.sampling.backbone import Backbone

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -98,35 +99,77 @@ def _sample(
     noise: Tensor | None,
     seed: int | None,
 ) -> Tensor:
-    b, n_ref, mel_dim = _check_inputs(model, cond, text)
+    frame = sampler_frames(model, cond, text, duration, lens)
+    b, num_frames, mel_dim = frame.cond.shape
     device = cond.device
-    lens = torch.full((b,), n_ref, dtype=torch.long, device=device) if lens is None else lens.to(device)
-    if lens.shape != (b,):
-        raise ValueError(f"lens must have shape ({b},), got {tuple(lens.shape)}")
-    durations = effective_durations(_as_durations(duration, b, device), text.to(device), lens)
-    num_frames = int(durations.max())
-
-    frames = torch.arange(num_frames, device=device)
-    ref_mask = (frames[None, :] < lens[:, None])[..., None]
-    cond = _fit_frames(cond, num_frames)
-    step_cond = torch.where(ref_mask, cond, torch.zeros((), dtype=cond.dtype, device=device))
-    mask = frames[None, :] < durations[:, None] if b > 1 else None
-
     if noise is None:
-        x = _initial_noise(durations, mel_dim, seed, cond.dtype, device)
+        x = _initial_noise(frame.durations, mel_dim, seed, cond.dtype, device)
     elif noise.shape != (b, num_frames, mel_dim):
         raise ValueError(f"noise must have shape {(b, num_frames, mel_dim)}, got {tuple(noise.shape)}")
     else:
         x = noise.to(device=device, dtype=cond.dtype)
 
     grid = time_grid(options.steps, options.schedule, options.sway, device=device)
+    text = text.to(device)
     if model.distilled:
-        x = _student_solve(model, step_cond, text.to(device), mask, grid, x, options)
-        return torch.where(ref_mask, cond, x)
-    field = guided_field(model, step_cond, text.to(device), mask, options.cfg_strength, options.cfg_zero_star)
+        x = _student_solve(model, frame.step_cond, text, frame.mask, grid, x, options)
+        return frame.keep_reference(x)
+    field = guided_field(model, frame.step_cond, text, frame.mask, options.cfg_strength, options.cfg_zero_star)
     # Zero-init steps leave the state at the noise, so the solve starts at grid point K (no call, no host sync).
     x = integrate(field, x, grid[options.cfg_zero_init_steps :], options.method)
-    return torch.where(ref_mask, cond, x)
+    return frame.keep_reference(x)
+
+
+@dataclass(frozen=True)
+class SamplerFrames:
+    """The frame layout of a sampler call, shared by the ODE sampler and the RL rollouts (`f5lite.train.grpo`).
+
+    Attributes:
+        cond: the reference `[b, N, d]`, zero-padded (or cut) to `N` frames.
+        step_cond: what the backbone sees as audio: the reference, zero where generated `[b, N, d]`.
+        durations: each sample's frames, the reference's included, F5-TTS's lower bound applied `[b]`.
+        lens: reference frames `[b]`.
+        mask: `[b, N]` bool, True = frame < duration; None for a batch of one (F5-TTS passes no mask then).
+    """
+
+    cond: Tensor
+    step_cond: Tensor
+    durations: Tensor
+    lens: Tensor
+    mask: Tensor | None
+
+    def keep_reference(self, x: Tensor) -> Tensor:
+        """The state `[b, N, d]` with its reference frames replaced by the reference."""
+        ref_mask = torch.arange(x.shape[1], device=x.device)[None, :, None] < self.lens[:, None, None]
+        return torch.where(ref_mask, self.cond, x)
+
+    def generated(self) -> Tensor:
+        """`[b, N]` bool: the frames the sampler makes (past the reference, before the duration)."""
+        frames = torch.arange(self.cond.shape[1], device=self.cond.device)[None, :]
+        return (frames >= self.lens[:, None]) & (frames < self.durations[:, None])
+
+
+def sampler_frames(
+    model: Backbone, cond: Tensor, text: Tensor, duration: int | Sequence[int] | Tensor, lens: Tensor | None
+) -> SamplerFrames:
+    """Check a sampler call's tensors and lay out its frames (see `sample` for the arguments).
+
+    Raises:
+        ValueError: inconsistent shapes.
+    """
+    b, n_ref, _ = _check_inputs(model, cond, text)
+    device = cond.device
+    lens = torch.full((b,), n_ref, dtype=torch.long, device=device) if lens is None else lens.to(device)
+    if lens.shape != (b,):
+        raise ValueError(f"lens must have shape ({b},), got {tuple(lens.shape)}")
+    durations = effective_durations(_as_durations(duration, b, device), text.to(device), lens)
+    num_frames = int(durations.max())
+    frames = torch.arange(num_frames, device=device)
+    ref_mask = (frames[None, :] < lens[:, None])[..., None]
+    cond = _fit_frames(cond, num_frames)
+    step_cond = torch.where(ref_mask, cond, torch.zeros((), dtype=cond.dtype, device=device))
+    mask = frames[None, :] < durations[:, None] if b > 1 else None
+    return SamplerFrames(cond, step_cond, durations, lens, mask)
 
 
 def _student_solve(

@@ -7,6 +7,8 @@
   `prompts.py` (fixed prompts spoken and scored with `f5lite.metrics`) and `best.py` (the best score, early stopping);
 - `ema.py`, `schedule.py`, `seeding.py`, `signals.py`: the EMA, the LR schedule, per-step seeds, SIGTERM handling;
 - `finetune.py`: starting from pretrained weights (architecture guard, vocab growth);
+- `distill.py`: few-step distillation; `grpo.py` with `rewards.py`: online RL with speech rewards (each an objective
+  in the flow objective's place);
 - `cli.py` (`python -m f5lite.train`, `f5lite-train`) and `export.py` (`f5lite-export`).
 
 Run directories, checkpoints and LoRA adapters are formats that inference reads too: they live in `f5lite.storage`.

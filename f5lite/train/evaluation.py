@@ -123,7 +123,7 @@ class Evaluator:
         self.duration_cases = load_duration_cases(cfg) if ev.every and cfg.duration.train != "none" else []
         if self.duration_cases:
             log.info("duration: %d held-out rows measured every %d updates", len(self.duration_cases), ev.every)
-        vocoder = _load_vocoder(cfg, device) if cfg.logger.sample_every or ev.sample_every else None
+        vocoder = load_run_vocoder(cfg, device) if cfg.logger.sample_every or ev.sample_every else None
         self.samples: SampleLogger | None = None
         if vocoder is not None and cfg.logger.sample_every:
             self.samples = SampleLogger(cfg, self.backbone, vocoder, device)
@@ -235,14 +235,18 @@ class Evaluator:
             file.write(json.dumps(row) + "\n")
 
 
-def _load_vocoder(cfg: TrainConfig, device: torch.device) -> Vocoder:
-    """The vocoder of `sample.vocoder`, loaded at start-up so a missing one stops the run before training."""
+def load_run_vocoder(cfg: TrainConfig, device: torch.device) -> Vocoder:
+    """The vocoder of `sample.vocoder`, loaded at start-up so a missing one stops the run before training.
+
+    Raises:
+        ValueError: the vocoder cannot be loaded (one line, with what to do).
+    """
     source = None if cfg.sample.vocoder == "griffin_lim" else cfg.sample.vocoder_source
     try:
         return load_vocoder(cfg.sample.vocoder, source, device)
     except OSError as err:
         raise ValueError(
             f"sample.vocoder={cfg.sample.vocoder} cannot be loaded from sample.vocoder_source={source!r} for "
-            f"training samples and prompts ({err}); give a local Vocos directory, sample.vocoder=griffin_lim, or "
-            "turn logger.sample_every and eval.sample_every off"
+            f"training samples, prompts and grpo rollouts ({err}); give a local Vocos directory, "
+            "sample.vocoder=griffin_lim, or turn logger.sample_every and eval.sample_every off"
         ) from None

@@ -1,8 +1,9 @@
 """The training loop: accelerate for devices and processes, our own optimizations, checkpoints and resume.
 
 The model is set up by `f5lite.train.setup` (build, pretrained weights, LoRA, EMA, activation checkpointing,
-compile, optimizer: the order is documented there), then wrapped in the flow objective (`CFM`) and prepared by
-accelerate with the optimizer; the run resumes from the newest intact checkpoint in `RUN_DIR/checkpoints`, if any.
+compile, optimizer: the order is documented there), then wrapped in its objective (the flow objective `CFM`, or
+`Distillation` or `Grpo` when `distill.teacher` or `grpo.prompts` is set) and prepared by accelerate with the
+optimizer; the run resumes from the newest intact checkpoint in `RUN_DIR/checkpoints`, if any.
 
 Per update nothing is read back to the host: the loss is summed on the device and fetched every `logger.every`
 updates, a non-finite loss or gradient skips the update on the device (the fused optimizer's `found_inf`, the
@@ -72,6 +73,7 @@ from f5lite.train.distill import (
 from f5lite.train.duration import DurationTraining
 from f5lite.train.evaluation import Evaluator, prompts_due, validation_due
 from f5lite.train.export import export_run
+from f5lite.train.grpo import Grpo, adopt_policy, load_policy, make_grpo
 from f5lite.train.lifecycle import TrainingStopped as TrainingStopped  # re-exported: f5lite.train.TrainingStopped
 from f5lite.train.lifecycle import close_launch, stop_after_checkpoint
 from f5lite.train.loggers import MetricLogger, make_logger
@@ -138,6 +140,8 @@ class Trainer:
                 unsupported accelerate mode, ...), on every rank alike.
         """
         self.teacher: LoadedSource | None = None
+        if cfg.grpo.prompts:  # RL improves the model of init.weights: its architecture, tokenizer and mel type
+            cfg = adopt_policy(cfg, load_policy(cfg))
         if cfg.distill.teacher:  # the student is the teacher's architecture, from the teacher's weights
             self.teacher = load_teacher(cfg)
             cfg = adopt_teacher(cfg, self.teacher)
@@ -191,6 +195,10 @@ class Trainer:
                     self.distillation.follow,
                     cfg.distill.teacher,
                 )
+        self.grpo: Grpo | None = None
+        if cfg.grpo.prompts:
+            self.grpo = make_grpo(cfg, self.backbone, self.data.encoder, self.device)
+            objective = self.grpo
         self.model, self.optimizer = self.acc.prepare(objective, optimizer)
         self.duration: DurationTraining | None = None
         if cfg.duration.train == "alongside":
@@ -604,6 +612,8 @@ class Trainer:
         if self.duration is not None:
             metrics["duration_loss"] = float(self._window_duration.item()) / len(finite)
             self._window_duration.zero_()
+        if self.grpo is not None:
+            metrics.update(self.grpo.take_window())
         logger.log(metrics, self.update)
         if longest >= self.cfg.optim.max_bad_updates:
             raise BadUpdatesError(

@@ -75,13 +75,18 @@ def table_rows(markdown: str) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def is_mapping_value(node: DictConfig) -> bool:
+    """A key whose value is a mapping (`grpo.rewards`), not a section of keys (a dataclass)."""
+    return OmegaConf.get_type(node) is dict
+
+
 def omegaconf_keys(node: DictConfig, prefix: str = "") -> set[str]:
     """Every leaf key of a structured config; a list of dataclasses adds `key[].field` for its element's fields."""
     keys: set[str] = set()
     for name in node:
         key = f"{prefix}{name}"
         child = node._get_node(name)
-        if isinstance(child, DictConfig):
+        if isinstance(child, DictConfig) and not is_mapping_value(child):
             if not OmegaConf.is_missing(node, name):  # a MISSING section has no keys of its own (`model`)
                 keys |= omegaconf_keys(child, key + ".")
             continue
@@ -129,13 +134,12 @@ def test_the_reference_defaults_are_the_schema_defaults(config_hook: ModuleType,
     def collect(sub: DictConfig, prefix: str) -> None:
         for key in sub:
             child = sub._get_node(key)
-            if isinstance(child, DictConfig):
+            if isinstance(child, DictConfig) and not is_mapping_value(child):
                 if not OmegaConf.is_missing(sub, key):
                     collect(child, f"{prefix}{key}.")
             else:
-                values[f"{prefix}{key}"] = (
-                    OmegaConf.to_container(child) if isinstance(child, ListConfig) else child._value()
-                )
+                container = isinstance(child, (ListConfig, DictConfig))
+                values[f"{prefix}{key}"] = OmegaConf.to_container(child) if container else child._value()
 
     collect(node, "")
     shown = {key: default for key, _, default, _ in table_rows(config_hook.render_page(name))}
@@ -166,6 +170,8 @@ def yaml_default(value: Any) -> str:
         return value or '""'
     if isinstance(value, list):
         return "[" + ", ".join(yaml_default(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {yaml_default(item)}" for key, item in value.items()) + "}"
     return repr(value)
 
 

@@ -1,0 +1,242 @@
+"""Online RL of a trained flow model with speech rewards: GRPO on the sampler made an SDE (`grpo.*`).
+
+The trainer runs as it is, with `Grpo` in the flow objective's place (checkpoints, exact resume, EMA, validation,
+prompts and export unchanged); the training batches it is handed are not used (the prompts are its data).
+
+One update, on each rank:
+1. Draw `grpo.prompts_per_update` prompts of `grpo.prompts` (a test-set file of training material) with the
+   update's generator (`f5lite.train.seeding`: a resumed run draws the same), and lay each out as the inference path
+   does (`Synthesizer.plan`: the reference, its text + the prompt's text, the duration rule).
+2. Roll out a group of `grpo.group` samples per prompt: the sampler's grid (`grpo.steps`, `sample.schedule`,
+   `sample.sway`) stepped as the SDE of `f5lite.sampling.sde` (the policy: the model made stochastic with the ODE's
+   marginals, so it is the same model the ODE sampler then runs; F5R-TTS's Gaussian output head would change the
+   network and its checkpoints). No guidance by default (`grpo.cfg_strength=0`, as FlowTTS-GRPO: the conditional
+   velocity is the policy, at half the passes); a strength > 0 makes the guided velocity the policy.
+3. Vocode each sample as inference does and score it (`f5lite.train.rewards`); each sample's advantage is its reward
+   against its own group's mean and spread (`group_advantages`), so the advantages are per prompt and per rank, and
+   the ranks share nothing but the gradient all-reduce.
+4. On `grpo.train_steps` of the rollout's steps drawn at random, the loss is GRPO's: `-A * ratio` with the ratio of
+   the step's probability under the network being trained to the rollout's (one update per rollout, so the ratio is
+   1 and its gradient the policy gradient: PPO's clip never acts and is left out) plus `grpo.kl` times the KL
+   divergence of the step from the starting weights' step (`reference`, frozen, not a submodule: in no optimizer).
+
+Unlike the flow objective's, an update syncs with the host: the prompts are picked there, and the clips are scored
+there (the scores are Python numbers; PocketSphinx runs on the CPU).
+
+The reference is the starting weights, built again from `init.weights` at every launch, so a resumed run has it
+without a checkpoint holding it. The rewards of each update are kept for the trainer's log (`take_window`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import Tensor, nn
+
+from f5lite.config import TrainConfig
+from f5lite.data.testset import read_testset
+from f5lite.infer.plan import Piece
+from f5lite.infer.synthesizer import Synthesizer
+from f5lite.models import build_backbone_from_config
+from f5lite.sampling.backbone import Backbone
+from f5lite.sampling.guidance import guided_field
+from f5lite.sampling.sampler import SamplerFrames, sampler_frames
+from f5lite.sampling.schedules import time_grid
+from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
+from f5lite.storage.model_sources import LoadedSource, load_source
+from f5lite.text import TextEncoder
+from f5lite.train.evaluation import load_run_vocoder
+from f5lite.train.rewards import Rewards
+
+ADVANTAGE_EPS = 1e-4
+"""Added to a group's reward spread: a group whose samples all scored alike gets advantages 0, not NaN."""
+
+
+def load_policy(cfg: TrainConfig) -> LoadedSource:
+    """Read `init.weights`, the model RL starts from (on the CPU, float32).
+
+    Raises:
+        ValueError: an unreadable model.
+    """
+    assert cfg.init.weights is not None
+    try:
+        return load_source(cfg.init.weights)
+    except ValueError as err:
+        raise ValueError(f"init.weights (the model grpo improves): {err}") from None
+
+
+def adopt_policy(cfg: TrainConfig, policy: LoadedSource) -> TrainConfig:
+    """The run's config with the starting model's architecture, tokenizer and mel type (its dropout the run's own)."""
+    model = dataclasses.replace(policy.model, dropout=cfg.model.dropout)
+    data = dataclasses.replace(cfg.data, tokenizer=policy.tokenizer, mel_type=policy.mel_type)
+    return dataclasses.replace(cfg, model=model, data=data)
+
+
+def group_advantages(rewards: Tensor, eps: float = ADVANTAGE_EPS) -> Tensor:
+    """GRPO's advantages: each reward against its group's mean, in units of the group's spread.
+
+    Args:
+        rewards: `[prompts, group]`.
+        eps: added to the spread.
+
+    Returns:
+        `[prompts, group]`, each row of mean 0.
+    """
+    mean = rewards.mean(dim=1, keepdim=True)
+    spread = rewards.std(dim=1, keepdim=True, unbiased=False)
+    return (rewards - mean) / (spread + eps)
+
+
+def grpo_loss(log_prob: Tensor, advantages: Tensor, kl: Tensor, beta: float) -> Tensor:
+    """GRPO's loss for one update per rollout: `mean(-A * exp(logp - sg(logp)) + beta * KL)`.
+
+    The ratio is 1 in value; its gradient is `A * grad logp`, the policy gradient.
+
+    Args:
+        log_prob: each sample's step log-probability `[b]`, with gradient.
+        advantages: `[b]`.
+        kl: each sample's KL to the reference `[b]`, with gradient.
+        beta: the KL's weight.
+
+    Returns:
+        0-d float32.
+    """
+    ratio = torch.exp(log_prob - log_prob.detach())
+    return (-advantages * ratio + beta * kl).mean()
+
+
+class Grpo(nn.Module):
+    """The GRPO loss around a network, called as the flow objective is: `(x1, text, lens, generator)`.
+
+    Args:
+        transformer: the network being trained.
+        reference: the starting weights (a backbone of the same architecture), on the training device.
+        synthesizer: lays out prompts and vocodes (around `transformer`).
+        rewards: the loaded reward backends.
+        cfg: the run's config (`grpo`, `sample.schedule`, `sample.sway`).
+
+    Raises:
+        ValueError: `grpo.prompts` unreadable, or a prompt too long to be one piece.
+    """
+
+    def __init__(
+        self, transformer: nn.Module, reference: nn.Module, synthesizer: Synthesizer, rewards: Rewards,
+        cfg: TrainConfig,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        if not isinstance(transformer, Backbone) or not isinstance(reference, Backbone):
+            raise TypeError("GRPO trains a flow Backbone against a Backbone reference")
+        self.transformer = transformer
+        self._reference = (reference.eval().requires_grad_(False),)  # a tuple: not a submodule
+        self.synthesizer = synthesizer
+        self.rewards = rewards
+        self.settings = cfg.grpo
+        self.grid = time_grid(cfg.grpo.steps, cfg.sample.schedule, cfg.sample.sway)
+        self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer)
+        self._window: list[Tensor] = []
+
+    @property
+    def reference(self) -> Backbone:
+        """The starting weights."""
+        return self._reference[0]
+
+    def forward(self, x1: Tensor, text: Tensor, lens: Tensor, *, generator: torch.Generator) -> Tensor:
+        """The loss of one update's rollouts (the batch is not used: see the module docstring).
+
+        Args:
+            x1: unused.
+            text: unused.
+            lens: unused.
+            generator: the update's randomness, on the training device.
+
+        Returns:
+            The loss, a 0-d float32 tensor.
+        """
+        s = self.settings
+        device = generator.device
+        picked = torch.randint(len(self.pieces), (s.prompts_per_update,), generator=generator, device=device)
+        pieces = [self.pieces[i] for i in picked.tolist() for _ in range(s.group)]
+        cond, ids, durations, ref_lens = self.synthesizer.inputs(pieces)
+        frame = sampler_frames(self.transformer, cond, ids, durations, ref_lens)
+        grid = self.grid.to(device)
+        x0 = torch.randn(frame.cond.shape, device=device, generator=generator)
+        x0 = x0 * (frame.mask[..., None] if frame.mask is not None else 1)
+        policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
+        states = sde_rollout(policy, x0, grid, s.noise_level, generator)
+        with torch.autocast(device.type, enabled=False):  # the vocoder and the reward models run as at inference
+            waves = self.synthesizer.decode(frame.keep_reference(states[-1]), pieces)
+            terms = self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
+        total = self.rewards.total(terms)
+        self._window.append(torch.cat((total[:, None], terms), dim=1).mean(dim=0))
+        advantages = group_advantages(total.view(s.prompts_per_update, s.group)).view(-1).to(device)
+        chosen = torch.randperm(s.steps, generator=generator, device=device)[: s.train_steps]
+        losses = [self._step_loss(frame, ids, states, grid, int(k), advantages) for k in chosen.tolist()]
+        return torch.stack(losses).mean()
+
+    def _step_loss(
+        self, frame: SamplerFrames, ids: Tensor, states: Tensor, grid: Tensor, k: int, advantages: Tensor
+    ) -> Tensor:
+        """GRPO's loss on step `k` of the rollout (`states[k]` to `states[k + 1]`)."""
+        s = self.settings
+        t, dt = grid[k], grid[k + 1] - grid[k]
+        x = states[k]
+        policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
+        mean, std = step_mean_std(x, policy(t, x), t, dt, s.noise_level)
+        with torch.no_grad():
+            reference = guided_field(self.reference, frame.step_cond, ids, frame.mask, s.cfg_strength)
+            mean_ref, _ = step_mean_std(x, reference(t, x), t, dt, s.noise_level)
+        span = frame.generated()
+        log_prob = step_log_prob(states[k + 1], mean, std, span)
+        return grpo_loss(log_prob, advantages, step_kl(mean, mean_ref, std, span), s.kl)
+
+    def take_window(self) -> dict[str, float]:
+        """The mean reward and terms of the updates since the last call (the trainer's log), then forget them."""
+        if not self._window:
+            return {}
+        means = torch.stack(self._window).mean(dim=0).tolist()
+        self._window = []
+        names = ["reward", *(f"reward_{name}" for name in self.rewards.names)]
+        return dict(zip(names, means, strict=True))
+
+
+def make_grpo(cfg: TrainConfig, backbone: nn.Module, encoder: TextEncoder, device: torch.device) -> Grpo:
+    """The objective of a `grpo` run: its reference (the starting weights, copied now), vocoder, rewards, prompts.
+
+    Args:
+        cfg: the run's config.
+        backbone: the run's network, its starting weights loaded (before any resume).
+        encoder: the run's text encoder.
+        device: the training device.
+
+    Raises:
+        ValueError: the vocoder, a reward backend or the prompts cannot be loaded.
+    """
+    reference = build_backbone_from_config(cfg.model, encoder.num_embeds)
+    reference.load_state_dict(backbone.state_dict())
+    synthesizer = Synthesizer(backbone, encoder, load_run_vocoder(cfg, device), cfg.data.mel_type)
+    return Grpo(backbone, reference.to(device), synthesizer, Rewards(cfg, device), cfg)
+
+
+def load_prompts(path: str, synthesizer: Synthesizer) -> list[Piece]:
+    """Read `grpo.prompts` and lay out each row as one piece (reference, text and length as inference does).
+
+    Raises:
+        ValueError: the file or a reference clip cannot be read, or a row's text would be cut into several pieces.
+    """
+    try:
+        rows = read_testset(path)
+    except (ValueError, OSError) as err:
+        raise ValueError(f"grpo.prompts: {err}") from None
+    pieces = []
+    for row in rows:
+        try:
+            plan = synthesizer.plan(synthesizer.reference(str(row.ref_audio), row.ref_text), row.gen_text)
+        except (ValueError, OSError) as err:
+            raise ValueError(f"grpo.prompts row {row.id}: {err}") from None
+        if len(plan.pieces) != 1:
+            raise ValueError(f"grpo.prompts row {row.id}: gen_text is too long to be said in one piece; shorten it")
+        pieces.append(plan.pieces[0])
+    if not pieces:
+        raise ValueError(f"grpo.prompts: {path} has no rows")
+    return pieces

@@ -1,0 +1,213 @@
+"""Online RL (`+recipe=grpo`) on the trainer as it is: advantages, the loss, exact resume, refusals, one real update.
+
+The policy is a `debug_tiny` DiT trained for a few updates on the demo data (its export is what a user improves);
+its prompts are the demo data's validation rows, the rewards the offline backends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from support.trainer_helpers import make
+
+from f5lite.config import compose_config
+from f5lite.metrics.asr import load_recognizer
+from f5lite.paths import demo_dir
+from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
+from f5lite.storage.model_sources import load_source
+from f5lite.train import Trainer
+from f5lite.train.grpo import group_advantages, grpo_loss
+
+
+def test_advantages_are_each_reward_against_its_own_group() -> None:
+    rewards = torch.tensor([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0], [0.0, 0.0, 4.0]])
+    advantages = group_advantages(rewards)
+    spread = (2 / 3) ** 0.5  # population spread of 1, 2, 3
+    assert torch.allclose(advantages[0], torch.tensor([-1.0, 0.0, 1.0]) / (spread + 1e-4))
+    assert torch.equal(advantages[1], torch.zeros(3))  # a group that scored alike teaches nothing, and is no NaN
+    assert advantages[2, 2] > 0 > advantages[2, 0]  # the better sample of a group is pushed up
+    assert torch.allclose(advantages.mean(dim=1), torch.zeros(3), atol=1e-6)
+
+
+def test_the_loss_is_the_policy_gradient_plus_the_kl_term() -> None:
+    log_prob = torch.tensor([-1.0, -2.0, -0.5], requires_grad=True)
+    kl = torch.tensor([0.0, 0.5, 2.0], requires_grad=True)
+    advantages = torch.tensor([1.0, -1.0, 0.5])
+    loss = grpo_loss(log_prob, advantages, kl, beta=0.1)
+    # In value: the ratio is 1, so the loss is mean(-A + beta KL).
+    assert torch.allclose(loss, (-advantages + 0.1 * kl.detach()).mean())
+    loss.backward()
+    assert log_prob.grad is not None and kl.grad is not None
+    assert torch.allclose(log_prob.grad, -advantages / 3)  # descending raises the log-probability of A > 0
+    assert torch.allclose(kl.grad, torch.full((3,), 0.1 / 3))
+
+
+def test_grpo_moves_a_policy_towards_the_samples_its_reward_prefers() -> None:
+    # A velocity field with one learnable offset, rewarded for a high mean of the sample: the chain of rollout,
+    # group advantages, step log-probabilities and loss must raise the offset (a sign error anywhere lowers it).
+    offset = torch.nn.Parameter(torch.zeros(()))
+    optimizer = torch.optim.SGD([offset], lr=0.2)
+    grid = torch.linspace(0, 1, 5)
+    g = torch.Generator().manual_seed(0)
+    mask = torch.ones(8, 4, dtype=torch.bool)
+    for _ in range(20):
+        x0 = torch.randn(8, 4, 2, generator=g)
+        states = sde_rollout(lambda t, x, x0=x0: offset.detach() - x0, x0, grid, 0.7, g)
+        advantages = group_advantages(states[-1].mean(dim=(1, 2))[None])[0]
+        k = int(torch.randint(4, (), generator=g))
+        t, dt = grid[k], grid[k + 1] - grid[k]
+        mean, std = step_mean_std(states[k], offset - x0, t, dt, 0.7)
+        log_prob = step_log_prob(states[k + 1], mean, std, mask)
+        ref, _ = step_mean_std(states[k], -x0, t, dt, 0.7)
+        loss = grpo_loss(log_prob, advantages, step_kl(mean, ref, std, mask), beta=0.0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert float(offset.detach()) > 0.3, float(offset.detach())
+
+
+# ----------------------------------------------------------------------------------------------- the trainer
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trained debug_tiny model's export, without dropout (RL needs none)."""
+    root = tmp_path_factory.mktemp("policy")
+    make(root, "optim.max_updates=6", "model.dropout=0.0").fit()
+    return root / "run" / "export"
+
+
+def grpo_overrides(policy: Path, run: Path, *extra: str) -> list[str]:
+    return [
+        "+recipe=grpo", f"init.weights={policy}", f"data.dir={demo_dir()}", f"run_dir={run}",
+        f"grpo.prompts={demo_dir() / 'val' / 'testset.txt'}", "grpo.group=2", "grpo.steps=3", "grpo.train_steps=2",
+        "grpo.rewards.wer=0", "optim.lr=1e-3", "eval.every=0", "logger.every=1", "ckpt.every=100", "perf.precision=no",
+        *extra,
+    ]  # fmt: skip
+
+
+def weights(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in trainer.backbone.state_dict().items()}
+
+
+@pytest.mark.heavy
+def test_one_update_scores_a_group_per_prompt_and_moves_the_weights(policy: Path, tmp_path: Path) -> None:
+    cfg = compose_config(grpo_overrides(policy, tmp_path / "run", "optim.max_updates=2", "grpo.prompts_per_update=2",
+                                        "grpo.rewards.wer=1.0", "grpo.rewards.sim=0.5"))  # fmt: skip
+    trainer = Trainer(cfg)
+    loaded = load_source(policy)
+    assert trainer.cfg.model == loaded.model and trainer.cfg.data.tokenizer == loaded.tokenizer
+    start = weights(trainer)
+    grpo = trainer.grpo
+    assert grpo is not None and grpo.rewards.names == ["wer", "sim"]
+    assert all(torch.equal(start[k], v) for k, v in grpo.reference.state_dict().items())  # the starting weights
+    trainer.fit()
+    assert any(not torch.equal(start[k], v) for k, v in weights(trainer).items())
+    # ... and the reference stays where it started.
+    assert all(torch.equal(start[k], v) for k, v in grpo.reference.state_dict().items())
+    lines = [json.loads(x) for x in (tmp_path / "run" / "logs" / "train.jsonl").read_text().splitlines()]
+    assert [x["update"] for x in lines] == [1, 2]
+    for x in lines:
+        assert -1.0 <= x["reward_wer"] <= 0.0 and -1.0 <= x["reward_sim"] <= 1.0
+        assert x["reward"] == pytest.approx(x["reward_wer"] + 0.5 * x["reward_sim"], abs=1e-5)
+    assert (tmp_path / "run" / "export" / "model.safetensors").exists()
+    assert load_source(tmp_path / "run" / "export").model == loaded.model
+
+
+@pytest.mark.heavy
+def test_a_grpo_run_resumes_exactly(policy: Path, tmp_path: Path) -> None:
+    straight = Trainer(compose_config(grpo_overrides(policy, tmp_path / "a", "optim.max_updates=4")))
+    straight.fit()
+    overrides = grpo_overrides(policy, tmp_path / "b", "optim.max_updates=4", "ckpt.every=2")
+    Trainer(compose_config(overrides)).fit(until=2)
+    resumed = Trainer(compose_config(overrides))
+    assert resumed.update == 2
+    resumed.fit()
+    for (name, a), b in zip(weights(straight).items(), weights(resumed).values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_the_kl_term_is_nothing_at_the_start_and_grows_as_the_policy_leaves_it(policy: Path, tmp_path: Path) -> None:
+    trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run")))
+    grpo = trainer.grpo
+    assert grpo is not None
+    unused = torch.zeros(1, 1, 100), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, dtype=torch.long)
+
+    def loss(kl: float) -> float:
+        grpo.settings = dataclasses.replace(grpo.settings, kl=kl)
+        with torch.no_grad():  # the same rollouts and rewards each time: only the KL's weight differs
+            return float(grpo(*unused, generator=torch.Generator().manual_seed(0)))
+
+    assert loss(5.0) == loss(0.0)  # the policy is the reference
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for param in trainer.backbone.parameters():
+            param.add_(0.02 * torch.randn(param.shape, generator=g))
+    assert loss(5.0) > loss(0.0) + 1e-4
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["init.weights=null"], "grpo.prompts is set but init.weights is not"),
+        (["grpo.rewards.sim=0"], "weighs nothing"),
+        (["+grpo.rewards.pesq=1.0"], "grpo.rewards"),
+        (["grpo.train_steps=4"], "grpo.train_steps"),
+        (["model.dropout=0.1"], "grpo.prompts needs model.dropout=0"),
+        (["grpo.prompts=/no/such/prompts.txt"], "grpo.prompts: .*/no/such/prompts.txt"),
+        (["eval.speaker=wavlm:/no/such/dir"], "/no/such/dir"),
+    ],
+)
+def test_a_bad_grpo_setting_stops_the_run_before_it_starts(
+    policy: Path, tmp_path: Path, extra: list[str], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message) as err:
+        Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", *extra)))
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+
+def test_a_reward_backend_that_is_not_installed_is_refused_by_name(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pocketsphinx", None)  # `import pocketsphinx` now fails, as when not installed
+    load_recognizer.cache_clear()  # backends load once per process: forget one an earlier test loaded
+    with pytest.raises(ValueError, match=r"grpo.rewards=\{'wer': 1.0\}: .*pocketsphinx.*pip install") as err:
+        Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", "grpo.rewards.wer=1.0", "grpo.rewards.sim=0")))
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "run" / "config.yaml").exists()
+    load_recognizer.cache_clear()
+
+
+@pytest.mark.heavy
+def test_two_ranks_each_score_their_own_groups_and_resume_exactly(policy: Path, tmp_path: Path) -> None:
+    # Each rank draws its own prompts (the update's generator is seeded with the rank) and normalises its own groups;
+    # a relaunch after losing the last checkpoint trains the same update again to the same weights.
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "f5lite.train",
+               *grpo_overrides(policy, run, "optim.max_updates=4", "ckpt.every=2", "ckpt.keep_last=0")]  # fmt: skip
+    first = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    last = run / "checkpoints" / "step-00000004"
+    straight = load_file(last / "model.safetensors")
+    shutil.rmtree(last)
+    shutil.rmtree(run / "export")
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "(update 2)" in again.stderr
+    resumed = load_file(last / "model.safetensors")
+    assert straight.keys() == resumed.keys()
+    assert all(torch.equal(straight[k], resumed[k]) for k in straight)
+    start = {k.removeprefix("transformer."): v for k, v in load_file(policy / "model.safetensors").items()}
+    assert start.keys() == straight.keys()  # an export's keys are the checkpoint's under `transformer.`
+    assert any(not torch.equal(start[k], straight[k]) for k in start)
