@@ -41,7 +41,8 @@ from f5lite.infer.synthesizer import Synthesizer
 from f5lite.models import build_backbone_from_config
 from f5lite.sampling.backbone import Backbone
 from f5lite.sampling.guidance import guided_field
-from f5lite.sampling.sampler import SamplerFrames, sampler_frames
+from f5lite.sampling.ode import VelocityField
+from f5lite.sampling.sampler import sampler_frames
 from f5lite.sampling.schedules import time_grid
 from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import LoadedSource, load_source
@@ -171,22 +172,25 @@ class Grpo(nn.Module):
         self._window.append(torch.cat((total[:, None], terms), dim=1).mean(dim=0))
         advantages = group_advantages(total.view(s.prompts_per_update, s.group)).view(-1).to(device)
         chosen = torch.randperm(s.steps, generator=generator, device=device)[: s.train_steps]
-        losses = [self._step_loss(frame, ids, states, grid, int(k), advantages) for k in chosen.tolist()]
+        # The fields embed the text once for all the trained steps (the policy's with gradient, in one graph).
+        policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
+        with torch.no_grad():
+            reference = guided_field(self.reference, frame.step_cond, ids, frame.mask, s.cfg_strength)
+        span = frame.generated()
+        losses = [self._step_loss(policy, reference, span, states, grid, int(k), advantages) for k in chosen.tolist()]
         return torch.stack(losses).mean()
 
     def _step_loss(
-        self, frame: SamplerFrames, ids: Tensor, states: Tensor, grid: Tensor, k: int, advantages: Tensor
-    ) -> Tensor:
-        """GRPO's loss on step `k` of the rollout (`states[k]` to `states[k + 1]`)."""
+        self, policy: VelocityField, reference: VelocityField, span: Tensor, states: Tensor, grid: Tensor, k: int,
+        advantages: Tensor,
+    ) -> Tensor:  # fmt: skip
+        """GRPO's loss on step `k` of the rollout (`states[k]` to `states[k + 1]`), over the generated frames `span`."""
         s = self.settings
         t, dt = grid[k], grid[k + 1] - grid[k]
         x = states[k]
-        policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
         mean, std = step_mean_std(x, policy(t, x), t, dt, s.noise_level)
         with torch.no_grad():
-            reference = guided_field(self.reference, frame.step_cond, ids, frame.mask, s.cfg_strength)
             mean_ref, _ = step_mean_std(x, reference(t, x), t, dt, s.noise_level)
-        span = frame.generated()
         log_prob = step_log_prob(states[k + 1], mean, std, span)
         return grpo_loss(log_prob, advantages, step_kl(mean, mean_ref, std, span), s.kl)
 
