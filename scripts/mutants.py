@@ -1652,6 +1652,22 @@ MUTANTS = (
         ("tests/sampling/test_sde.py",),
     ),
     Mutant(
+        "GRPO4",
+        "GRPO's takes each start from their own noise: a group's rewards differ by luck no trained step caused",
+        "f5lite/train/grpo.py",
+        "        x0 = x0.repeat_interleave(s.group, dim=0) * ",
+        "        x0 = torch.randn_like(x0.repeat_interleave(s.group, dim=0)) * ",
+        ("tests/train/test_grpo.py",),
+    ),
+    Mutant(
+        "GRPO5",
+        "the rollout's steps past the stochastic window draw noise too: takes part in steps no loss is computed on",
+        "f5lite/sampling/sde.py",
+        "        level = noise_level if stochastic_steps is None or i < stochastic_steps else 0.0",
+        "        level = noise_level",
+        ("tests/sampling/test_sde.py",),
+    ),
+    Mutant(
         "control",
         "optimizer state not restored on resume",
         TRAINER,

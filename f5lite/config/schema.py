@@ -526,8 +526,9 @@ class GrpoConfig:
     steps: int = 10
     """Sampler steps of a rollout (`sample.schedule` and `sample.sway` build the grid, as the sampler does)."""
     train_steps: int = 2
-    """The rollout's steps the loss is computed on, drawn at random each update (each costs a forward and backward
-    pass of the whole group): fewer than `steps` trades gradient noise for time, as Flow-GRPO does."""
+    """The rollout's first steps, the only stochastic ones (the SDE's; the rest are the ODE's) and the ones the loss
+    is computed on (each costs a forward and backward pass of the whole group). A group's takes share their start,
+    so they differ only by these steps' draws, which the gradient can credit (Flow-GRPO-Fast, MixGRPO)."""
     noise_level: float = 0.7
     """`a` of the SDE's noise scale `a (1 - t)` (`f5lite.sampling.sde`): how far the group's samples spread."""
     kl: float = 0.04

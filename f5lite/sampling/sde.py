@@ -86,8 +86,9 @@ def masked_mean(elem: Tensor, mask: Tensor) -> Tensor:
 
 @torch.no_grad()
 def sde_rollout(
-    field: VelocityField, x: Tensor, grid: Tensor, noise_level: float, generator: torch.Generator | None = None
-) -> Tensor:
+    field: VelocityField, x: Tensor, grid: Tensor, noise_level: float, generator: torch.Generator | None = None,
+    stochastic_steps: int | None = None,
+) -> Tensor:  # fmt: skip
     """Sample the SDE through a time grid, keeping every state.
 
     Args:
@@ -96,15 +97,20 @@ def sde_rollout(
         grid: times `[k + 1]`, increasing, ending at most at 1.
         noise_level: `a` of `sigma_t = a (1 - t)`.
         generator: the draws' generator, on `x`'s device; None uses the global one.
+        stochastic_steps: the first this many steps are the SDE's, the rest the ODE's Euler steps (`a = 0`, no
+            draw), so that all the randomness of a sample after its start lies in those steps; None: every step.
 
     Returns:
         The states `[k + 1, b, n, d]`: `states[0] = x`, `states[-1]` the sample.
     """
     states = [x]
-    for i in range(grid.shape[0] - 1):
+    steps = grid.shape[0] - 1
+    for i in range(steps):
         t, dt = grid[i], grid[i + 1] - grid[i]
-        mean, std = step_mean_std(x, field(t, x), t, dt, noise_level)
-        noise = torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=generator)
-        x = mean + std * noise
+        level = noise_level if stochastic_steps is None or i < stochastic_steps else 0.0
+        mean, std = step_mean_std(x, field(t, x), t, dt, level)
+        if level > 0:
+            mean = mean + std * torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=generator)
+        x = mean
         states.append(x)
     return torch.stack(states)

@@ -7,15 +7,19 @@ One update, on each rank:
 1. Draw `grpo.prompts_per_update` prompts of `grpo.prompts` (a test-set file of training material) with the
    update's generator (`f5lite.train.seeding`: a resumed run draws the same), and lay each out as the inference path
    does (`Synthesizer.plan`: the reference, its text + the prompt's text, the duration rule).
-2. Roll out a group of `grpo.group` samples per prompt: the sampler's grid (`grpo.steps`, `sample.schedule`,
-   `sample.sway`) stepped as the SDE of `f5lite.sampling.sde` (the policy: the model made stochastic with the ODE's
-   marginals, so it is the same model the ODE sampler then runs; F5R-TTS's Gaussian output head would change the
-   network and its checkpoints). No guidance by default (`grpo.cfg_strength=0`, as FlowTTS-GRPO: the conditional
-   velocity is the policy, at half the passes); a strength > 0 makes the guided velocity the policy.
+2. Roll out a group of `grpo.group` samples per prompt from one start (noise) per group: the sampler's grid
+   (`grpo.steps`, `sample.schedule`, `sample.sway`), its first `grpo.train_steps` steps stepped as the SDE of
+   `f5lite.sampling.sde` (the policy: the model made stochastic with the ODE's marginals, so it is the same model the
+   ODE sampler then runs; F5R-TTS's Gaussian output head would change the network and its checkpoints), the rest as
+   the ODE. So a group's takes differ only by the draws of the steps that are trained (DanceGRPO's shared start,
+   Flow-GRPO-Fast's and MixGRPO's stochastic window), and the early steps, where the sway schedule puts most of the
+   grid and the words are laid out, are those steps. No guidance by default (`grpo.cfg_strength=0`, as
+   FlowTTS-GRPO: the conditional velocity is the policy, at half the passes); a strength > 0 makes the guided
+   velocity the policy.
 3. Vocode each sample as inference does and score it (`f5lite.train.rewards`); each sample's advantage is its reward
    against its own group's mean and spread (`group_advantages`), so the advantages are per prompt and per rank, and
    the ranks share nothing but the gradient all-reduce.
-4. On `grpo.train_steps` of the rollout's steps drawn at random, the loss is GRPO's: `-A * ratio` with the ratio of
+4. On the rollout's stochastic steps, the loss is GRPO's: `-A * ratio` with the ratio of
    the step's probability under the network being trained to the rollout's (one update per rollout, so the ratio is
    1 and its gradient the policy gradient: PPO's clip never acts and is left out) plus `grpo.kl` times the KL
    divergence of the step from the starting weights' step (`reference`, frozen, not a submodule: in no optimizer).
@@ -30,6 +34,7 @@ without a checkpoint holding it. The rewards of each update are kept for the tra
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -42,7 +47,7 @@ from f5lite.models import build_backbone_from_config
 from f5lite.sampling.backbone import Backbone
 from f5lite.sampling.guidance import guided_field
 from f5lite.sampling.ode import VelocityField
-from f5lite.sampling.sampler import sampler_frames
+from f5lite.sampling.sampler import SamplerFrames, sampler_frames
 from f5lite.sampling.schedules import time_grid
 from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import LoadedSource, load_source
@@ -107,6 +112,20 @@ def grpo_loss(log_prob: Tensor, advantages: Tensor, kl: Tensor, beta: float) -> 
     return (-advantages * ratio + beta * kl).mean()
 
 
+@dataclasses.dataclass(frozen=True)
+class Takes:
+    """One update's rollouts: `b = prompts * group` takes, each group's together."""
+
+    frame: SamplerFrames
+    """The sampler's frame layout of the takes."""
+    ids: Tensor
+    """Token ids `[b, nt]` (reference text + the prompt's)."""
+    states: Tensor
+    """The rollout's states `[steps + 1, b, n, d]`: the start, then after each step."""
+    terms: Tensor
+    """Each take's reward terms `[b, len(Rewards.names)]`, on the CPU."""
+
+
 class Grpo(nn.Module):
     """The GRPO loss around a network, called as the flow objective is: `(x1, text, lens, generator)`.
 
@@ -157,28 +176,47 @@ class Grpo(nn.Module):
         s = self.settings
         device = generator.device
         picked = torch.randint(len(self.pieces), (s.prompts_per_update,), generator=generator, device=device)
-        pieces = [self.pieces[i] for i in picked.tolist() for _ in range(s.group)]
-        cond, ids, durations, ref_lens = self.synthesizer.inputs(pieces)
-        frame = sampler_frames(self.transformer, cond, ids, durations, ref_lens)
+        takes = self.rollout([self.pieces[i] for i in picked.tolist()], generator)
+        frame, ids, states, terms = takes.frame, takes.ids, takes.states, takes.terms
         grid = self.grid.to(device)
-        x0 = torch.randn(frame.cond.shape, device=device, generator=generator)
-        x0 = x0 * (frame.mask[..., None] if frame.mask is not None else 1)
-        policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
-        states = sde_rollout(policy, x0, grid, s.noise_level, generator)
-        with torch.autocast(device.type, enabled=False):  # the vocoder and the reward models run as at inference
-            waves = self.synthesizer.decode(frame.keep_reference(states[-1]), pieces)
-            terms = self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
         total = self.rewards.total(terms)
         self._window.append(torch.cat((total[:, None], terms), dim=1).mean(dim=0))
         advantages = group_advantages(total.view(s.prompts_per_update, s.group)).view(-1).to(device)
-        chosen = torch.randperm(s.steps, generator=generator, device=device)[: s.train_steps]
         # The fields embed the text once for all the trained steps (the policy's with gradient, in one graph).
         policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
         with torch.no_grad():
             reference = guided_field(self.reference, frame.step_cond, ids, frame.mask, s.cfg_strength)
         span = frame.generated()
-        losses = [self._step_loss(policy, reference, span, states, grid, int(k), advantages) for k in chosen.tolist()]
+        losses = [self._step_loss(policy, reference, span, states, grid, k, advantages) for k in range(s.train_steps)]
         return torch.stack(losses).mean()
+
+    def rollout(self, prompts: Sequence[Piece], generator: torch.Generator) -> Takes:
+        """A group of `grpo.group` takes of each prompt, scored (one start per group; see the module docstring).
+
+        Args:
+            prompts: the prompts, laid out.
+            generator: the draws' generator, on the training device.
+
+        Returns:
+            The takes, prompt by prompt (`[prompts * group, ...]`, each group's takes together).
+        """
+        s = self.settings
+        device = generator.device
+        pieces = [piece for piece in prompts for _ in range(s.group)]
+        cond, ids, durations, ref_lens = self.synthesizer.inputs(pieces)
+        frame = sampler_frames(self.transformer, cond, ids, durations, ref_lens)
+        # One start per group (as DanceGRPO): the start is no step of the policy, so takes that differ in it would
+        # differ in reward by luck no step can be credited with (`scripts/grpo_spread.py` measures how much).
+        _, n, d = frame.cond.shape
+        x0 = torch.randn((len(prompts), n, d), device=device, generator=generator)
+        x0 = x0.repeat_interleave(s.group, dim=0) * (frame.mask[..., None] if frame.mask is not None else 1)
+        policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
+        grid = self.grid.to(device)
+        states = sde_rollout(policy, x0, grid, s.noise_level, generator, stochastic_steps=s.train_steps)
+        with torch.autocast(device.type, enabled=False):  # the vocoder and the reward models run as at inference
+            waves = self.synthesizer.decode(frame.keep_reference(states[-1]), pieces)
+            terms = self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
+        return Takes(frame, ids, states, terms)
 
     def _step_loss(
         self, policy: VelocityField, reference: VelocityField, span: Tensor, states: Tensor, grid: Tensor, k: int,

@@ -68,6 +68,20 @@ def test_a_step_s_outcomes_have_the_mean_and_spread_of_its_density() -> None:
     assert torch.allclose(outcome.std(dim=0), std.expand(1, 3), rtol=0.03)
 
 
+def test_past_its_stochastic_steps_a_rollout_takes_the_ode_s_euler_steps() -> None:
+    # GRPO's window: two takes from one start differ by the first steps' draws, and after them each moves as the ODE.
+    field = gaussian_velocity(2.0, 0.5)
+    x0 = torch.randn(1, 6, 3, generator=torch.Generator().manual_seed(3)).expand(2, 6, 3)
+    grid = torch.linspace(0, 1, 6)
+    states = sde_rollout(field, x0, grid, 0.9, torch.Generator().manual_seed(4), stochastic_steps=2)
+    assert torch.equal(states[0, 0], states[0, 1])
+    for k in range(1, 3):  # the stochastic steps: the two takes part
+        assert float((states[k, 0] - states[k, 1]).abs().min()) > 1e-4
+    for k in range(2, 5):  # the rest: x' = x + dt v(t, x), exactly
+        t, dt = grid[k], grid[k + 1] - grid[k]
+        assert torch.equal(states[k + 1], states[k] + dt * field(t, states[k]))
+
+
 def test_the_kl_of_two_steps_is_their_mean_gap_over_twice_the_variance() -> None:
     mean = torch.zeros(2, 3, 2)
     ref = torch.zeros(2, 3, 2)

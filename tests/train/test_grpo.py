@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from support.scripts import load_script
 from support.trainer_helpers import make
 
 from f5lite.config import compose_config
@@ -153,6 +154,58 @@ def test_the_kl_term_is_nothing_at_the_start_and_grows_as_the_policy_leaves_it(p
         for param in trainer.backbone.parameters():
             param.add_(0.02 * torch.randn(param.shape, generator=g))
     assert loss(5.0) > loss(0.0) + 1e-4
+
+
+def test_a_group_s_takes_share_their_start_and_part_only_in_the_trained_steps(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reward spread that no trained step caused is noise to the gradient: a group starts from one noise, and only the
+    # steps the loss is computed on draw anything.
+    trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", "grpo.prompts_per_update=2",
+                                                    "grpo.group=3", "grpo.steps=4", "grpo.train_steps=2")))  # fmt: skip
+    grpo = trainer.grpo
+    assert grpo is not None
+    seen: list[torch.Tensor] = []
+    windows: list[object] = []
+
+    def recording(*args: object, **kwargs: object) -> torch.Tensor:
+        states = sde_rollout(*args, **kwargs)  # type: ignore[arg-type]
+        seen.append(states)
+        windows.append(kwargs.get("stochastic_steps"))
+        return states
+
+    monkeypatch.setattr("f5lite.train.grpo.sde_rollout", recording)
+    unused = torch.zeros(1, 1, 100), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, dtype=torch.long)
+    with torch.no_grad():
+        grpo(*unused, generator=torch.Generator().manual_seed(0))
+    (states,) = seen
+    assert states.shape[:2] == (5, 6)
+    for group in (slice(0, 3), slice(3, 6)):
+        start = states[0, group]
+        assert torch.equal(start, start[:1].expand_as(start))
+        after = states[1, group]
+        assert not torch.equal(after[0], after[1])  # the first step is stochastic ...
+    assert not torch.equal(states[0, 0], states[0, 3])  # ... and each group has its own start
+    assert windows == [2]  # ... and the rest are the ODE's (as `sde_rollout` is tested to take them)
+
+
+@pytest.mark.heavy
+def test_grpo_spread_scores_takes_from_one_start_apart_from_takes_from_many(policy: Path, tmp_path: Path) -> None:
+    # scripts/grpo_spread.py: with (almost) no noise in the window, GRPO's takes of a prompt are one take (they share
+    # their start), while the inference path's takes, one start each, part.
+    spread = load_script("grpo_spread")
+    out = tmp_path / "spread.json"
+    code = spread.main([
+        "--start", str(policy), "--corpus", str(demo_dir()), "--prompts", "2", "--threads", "1", "--out", str(out),
+        "--set", f"grpo.prompts={demo_dir() / 'val' / 'testset.txt'}", "eval.asr=pocketsphinx", "grpo.group=3",
+        "grpo.steps=3", "grpo.train_steps=1", "grpo.noise_level=0.001",
+    ])  # fmt: skip
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert result["group"] == 3 and len(result["prompts"]) == 2
+    for kind in ("independent", "window"):
+        assert 0 <= result[kind]["best_of_group_wer"] <= result[kind]["wer"] <= 1
+    assert result["window"]["reward_spread"] < 1e-3 < result["independent"]["reward_spread"]
 
 
 @pytest.mark.parametrize(
