@@ -100,7 +100,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    text = json.dumps(measure(args), indent=2)
+    try:
+        result = measure(args)
+    except ValueError as err:  # a bad --start, --corpus or --set: one line, as the trainer words it
+        print(f"grpo_spread: {err}", file=sys.stderr)
+        return 2
+    text = json.dumps(result, indent=2)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

@@ -104,8 +104,7 @@ def sde_rollout(
         The states `[k + 1, b, n, d]`: `states[0] = x`, `states[-1]` the sample.
     """
     states = [x]
-    steps = grid.shape[0] - 1
-    for i in range(steps):
+    for i in range(grid.shape[0] - 1):
         t, dt = grid[i], grid[i + 1] - grid[i]
         level = noise_level if stochastic_steps is None or i < stochastic_steps else 0.0
         mean, std = step_mean_std(x, field(t, x), t, dt, level)

@@ -206,6 +206,7 @@ def test_grpo_spread_scores_takes_from_one_start_apart_from_takes_from_many(poli
     for kind in ("independent", "window"):
         assert 0 <= result[kind]["best_of_group_wer"] <= result[kind]["wer"] <= 1
     assert result["window"]["reward_spread"] < 1e-3 < result["independent"]["reward_spread"]
+    assert spread.main(["--start", str(tmp_path / "no_such_model")]) == 2  # a wrong path: one line, no traceback
 
 
 @pytest.mark.parametrize(
