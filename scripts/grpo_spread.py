@@ -4,8 +4,9 @@ GRPO moves a model towards the takes of a prompt that scored above their group; 
 trained step drew. This script scores, on the same prompts of `grpo.prompts`, two kinds of group:
   independent  takes that differ only in their start (the inference path: the ODE sampler at `grpo.steps` steps, no
                guidance, one noise seed per take): the spread no step can be credited with
-  window       the takes GRPO rolls out (`Grpo.rollout`: one start per group, the first `grpo.train_steps` steps
-               the SDE's at `grpo.noise_level`, the rest the ODE's): the spread its loss sees
+  window       the takes GRPO rolls out with `grpo.likelihood=sde` (`Grpo.rollout`: one start per group, the first
+               `grpo.train_steps` steps the SDE's at `grpo.noise_level`, the rest the ODE's): the spread its loss
+               sees (with `grpo.likelihood=flow` GRPO's takes are the independent ones)
 For each: the mean WER over all takes, the mean best-of-group WER (the headroom re-ranking would find), and the mean
 within-group spread (standard deviation) of the WER and of the total reward. Float32, on the CPU.
 
@@ -60,7 +61,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         cfg = compose_config([
             "+recipe=grpo", f"init.weights={args.start.resolve()}", f"data.dir={corpus}", f"run_dir={run}",
             f"grpo.prompts={corpus / 'rl' / 'prompts.txt'}", f"eval.asr=pocketsphinx:{corpus / 'asr'}",
-            "perf.precision=no", "logger.backend=none", *args.overrides,
+            "perf.precision=no", "logger.backend=none", "grpo.likelihood=sde", *args.overrides,
         ])  # fmt: skip
         grpo = Trainer(cfg).grpo
     assert grpo is not None

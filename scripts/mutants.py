@@ -1655,8 +1655,8 @@ MUTANTS = (
         "GRPO4",
         "GRPO's takes each start from their own noise: a group's rewards differ by luck no trained step caused",
         "f5lite/train/grpo.py",
-        "        x0 = x0.repeat_interleave(s.group, dim=0) * ",
-        "        x0 = torch.randn_like(x0.repeat_interleave(s.group, dim=0)) * ",
+        "        x0 = x0.repeat_interleave(1 if flow else s.group, dim=0)\n",
+        "        x0 = torch.randn_like(x0.repeat_interleave(1 if flow else s.group, dim=0))\n",
         ("tests/train/test_grpo.py",),
     ),
     Mutant(
@@ -1666,6 +1666,14 @@ MUTANTS = (
         "        level = noise_level if stochastic_steps is None or i < stochastic_steps else 0.0",
         "        level = noise_level",
         ("tests/sampling/test_sde.py",),
+    ),
+    Mutant(
+        "GRPO6",
+        "the flow likelihood with the wrong sign: a take's flow-matching loss counted as its log-probability",
+        "f5lite/train/grpo.py",
+        "    return -masked_mean((v - (x1 - x0).float()) ** 2, span), ",
+        "    return masked_mean((v - (x1 - x0).float()) ** 2, span), ",
+        ("tests/train/test_grpo.py",),
     ),
     Mutant(
         "control",

@@ -504,6 +504,7 @@ class DistillConfig:
 
 
 REWARD_NAMES = ("wer", "sim", "mos")
+LIKELIHOODS = ("sde", "flow")
 """The rewards `grpo.rewards` can weigh: each is a `f5lite.metrics` metric, scored with the `eval.*` backends."""
 
 
@@ -525,14 +526,21 @@ class GrpoConfig:
     """Prompts each rank draws per update (each with its own group)."""
     steps: int = 10
     """Sampler steps of a rollout (`sample.schedule` and `sample.sway` build the grid, as the sampler does)."""
+    likelihood: str = "sde"
+    """How a take's probability under the model is measured (`f5lite.train.grpo`): `sde`, the exact densities of
+    the rollout's stochastic steps (Flow-GRPO); `flow`, the flow-matching loss of the finished take (its evidence
+    bound; Advantage Weighted Matching), the takes drawn by the ODE from a start each."""
     train_steps: int = 2
-    """The rollout's first steps, the only stochastic ones (the SDE's; the rest are the ODE's) and the ones the loss
-    is computed on (each costs a forward and backward pass of the whole group). A group's takes share their start,
-    so they differ only by these steps' draws, which the gradient can credit (Flow-GRPO-Fast, MixGRPO)."""
+    """What the loss is computed on, each costing a forward and backward pass of the whole group. `sde`: the
+    rollout's first steps, the only stochastic ones (the rest are the ODE's); a group's takes share their start, so
+    they differ only by these steps' draws, which the gradient can credit (Flow-GRPO-Fast, MixGRPO). `flow`: the
+    draws of a time and a noise per group at which the takes' flow-matching losses are taken."""
     noise_level: float = 0.7
-    """`a` of the SDE's noise scale `a (1 - t)` (`f5lite.sampling.sde`): how far the group's samples spread."""
+    """`a` of the SDE's noise scale `a (1 - t)` (`f5lite.sampling.sde`): how far the group's samples spread
+    (`likelihood=sde` only)."""
     kl: float = 0.04
-    """Weight of the KL divergence to the starting weights' step, per element (Flow-GRPO's beta)."""
+    """Weight of the term that holds the model near its starting weights, per element: the KL divergence of a step
+    from the starting weights' (`sde`, Flow-GRPO's beta), or the squared difference of their velocities (`flow`)."""
     cfg_strength: float = 0.0
     """Guidance of the rollouts: 0 (FlowTTS-GRPO: the conditional velocity is the policy, half the passes), or a
     strength whose guided velocity (two passes) is the policy."""
@@ -545,6 +553,7 @@ class GrpoConfig:
         check_at_least("grpo.group", self.group, 2)
         check_at_least("grpo.prompts_per_update", self.prompts_per_update, 1)
         check_at_least("grpo.steps", self.steps, 1)
+        check_choice("grpo.likelihood", self.likelihood, LIKELIHOODS)
         check_range("grpo.train_steps", self.train_steps, 1, self.steps)
         check_range("grpo.noise_level", self.noise_level, 1e-3, 10.0)
         check_at_least("grpo.kl", self.kl, 0.0)

@@ -1,4 +1,4 @@
-"""Online RL of a trained flow model with speech rewards: GRPO on the sampler made an SDE (`grpo.*`).
+"""Online RL of a trained flow model with speech rewards: GRPO on the model's own takes (`grpo.*`).
 
 The trainer runs as it is, with `Grpo` in the flow objective's place (checkpoints, exact resume, EMA, validation,
 prompts and export unchanged); the training batches it is handed are not used (the prompts are its data).
@@ -7,22 +7,28 @@ One update, on each rank:
 1. Draw `grpo.prompts_per_update` prompts of `grpo.prompts` (a test-set file of training material) with the
    update's generator (`f5lite.train.seeding`: a resumed run draws the same), and lay each out as the inference path
    does (`Synthesizer.plan`: the reference, its text + the prompt's text, the duration rule).
-2. Roll out a group of `grpo.group` samples per prompt from one start (noise) per group: the sampler's grid
-   (`grpo.steps`, `sample.schedule`, `sample.sway`), its first `grpo.train_steps` steps stepped as the SDE of
-   `f5lite.sampling.sde` (the policy: the model made stochastic with the ODE's marginals, so it is the same model the
-   ODE sampler then runs; F5R-TTS's Gaussian output head would change the network and its checkpoints), the rest as
-   the ODE. So a group's takes differ only by the draws of the steps that are trained (DanceGRPO's shared start,
-   Flow-GRPO-Fast's and MixGRPO's stochastic window), and the early steps, where the sway schedule puts most of the
-   grid and the words are laid out, are those steps. No guidance by default (`grpo.cfg_strength=0`, as
-   FlowTTS-GRPO: the conditional velocity is the policy, at half the passes); a strength > 0 makes the guided
-   velocity the policy.
-3. Vocode each sample as inference does and score it (`f5lite.train.rewards`); each sample's advantage is its reward
+2. Roll out a group of `grpo.group` takes per prompt on the sampler's grid (`grpo.steps`, `sample.schedule`,
+   `sample.sway`). The model is the policy as it is (F5R-TTS's Gaussian output head would change the network and its
+   checkpoints); `grpo.likelihood` says how a take's probability under it is measured, which sets how it is drawn:
+   - `sde`: the first `grpo.train_steps` steps are stepped as the SDE of `f5lite.sampling.sde` (the ODE's marginals,
+     exact Gaussian step densities: Flow-GRPO, FlowTTS-GRPO), the rest as the ODE, from one start (noise) per group,
+     so a group's takes differ only by the draws of the steps that are trained (DanceGRPO's shared start,
+     Flow-GRPO-Fast's and MixGRPO's stochastic window).
+   - `flow`: the ODE sampler's takes, each from its own start; a take's log-probability is its flow-matching loss
+     (`flow_terms`, an evidence bound). A step's log-probability regresses the model on the next, noisy state, this
+     on the clean take: the same policy gradient at less variance by Advantage Weighted Matching's analysis, and the
+     takes are those the sampler gives users (`docs/guides/rl.md` has both measured).
+   No guidance by default (`grpo.cfg_strength=0`, as FlowTTS-GRPO: the conditional velocity is the policy, at half
+   the passes); a strength > 0 makes the guided velocity the policy.
+3. Vocode each take as inference does and score it (`f5lite.train.rewards`); each take's advantage is its reward
    against its own group's mean and spread (`group_advantages`), so the advantages are per prompt and per rank, and
    the ranks share nothing but the gradient all-reduce.
-4. On the rollout's stochastic steps, the loss is GRPO's: `-A * ratio` with the ratio of
-   the step's probability under the network being trained to the rollout's (one update per rollout, so the ratio is
-   1 and its gradient the policy gradient: PPO's clip never acts and is left out) plus `grpo.kl` times the KL
-   divergence of the step from the starting weights' step (`reference`, frozen, not a submodule: in no optimizer).
+4. The loss is GRPO's, `-A * ratio + grpo.kl * KL`, on `grpo.train_steps` log-probabilities per take: the rollout's
+   stochastic steps (`sde`), or draws of a time and a noise per group (`flow`). The ratio is that of the
+   probability under the network being trained to the rollout's (one update per rollout, so it is 1 and its
+   gradient the policy gradient: PPO's clip never acts and is left out); the KL term holds the network near the
+   starting weights (`reference`, frozen, not a submodule: in no optimizer): the KL divergence of a step from
+   theirs (`sde`), or the squared difference of the two velocities (`flow`).
 
 Unlike the flow objective's, an update syncs with the host: the prompts are picked there, and the clips are scored
 there (the scores are Python numbers; PocketSphinx runs on the CPU).
@@ -49,7 +55,7 @@ from f5lite.sampling.guidance import guided_field
 from f5lite.sampling.ode import VelocityField
 from f5lite.sampling.sampler import SamplerFrames, sampler_frames
 from f5lite.sampling.schedules import time_grid
-from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
+from f5lite.sampling.sde import masked_mean, sde_rollout, step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import LoadedSource, load_source
 from f5lite.text import TextEncoder
 from f5lite.train.evaluation import load_run_vocoder
@@ -110,6 +116,34 @@ def grpo_loss(log_prob: Tensor, advantages: Tensor, kl: Tensor, beta: float) -> 
     """
     ratio = torch.exp(log_prob - log_prob.detach())
     return (-advantages * ratio + beta * kl).mean()
+
+
+def flow_terms(
+    policy: VelocityField, reference: VelocityField, x1: Tensor, x0: Tensor, t: Tensor, span: Tensor
+) -> tuple[Tensor, Tensor]:
+    """A take's log-probability as the flow-matching loss measures it, and the distance from the reference.
+
+    The flow-matching loss at a time and a noise is, up to constants, an evidence bound of the take's
+    log-probability, with the clean take as its target where a step's log-probability has the next, noisy state:
+    the same policy gradient at less variance (Advantage Weighted Matching's analysis).
+
+    Args:
+        policy: the velocity field being trained, `(t [b], x) -> v`.
+        reference: the starting weights' field (called without gradient).
+        x1: the finished takes `[b, n, d]`.
+        x0: the noise `[b, n, d]`.
+        t: the time of each take `[b]`, in `[0, 1]`.
+        span: `[b, n]` bool, the frames that count (the generated ones).
+
+    Returns:
+        Each take's `-(flow-matching loss)` and the squared difference of the two fields' velocities, both float32
+        `[b]`, per element.
+    """
+    x = (1 - t[:, None, None]) * x0 + t[:, None, None] * x1
+    v = policy(t, x).float()
+    with torch.no_grad():
+        v_ref = reference(t, x).float()
+    return -masked_mean((v - (x1 - x0).float()) ** 2, span), masked_mean((v - v_ref) ** 2, span)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +221,13 @@ class Grpo(nn.Module):
         with torch.no_grad():
             reference = guided_field(self.reference, frame.step_cond, ids, frame.mask, s.cfg_strength)
         span = frame.generated()
-        losses = [self._step_loss(policy, reference, span, states, grid, k, advantages) for k in range(s.train_steps)]
+        x1 = frame.keep_reference(states[-1])
+        losses = [
+            self._flow_loss(policy, reference, span, x1, advantages, generator)
+            if s.likelihood == "flow"
+            else self._step_loss(policy, reference, span, states, grid, k, advantages)
+            for k in range(s.train_steps)
+        ]
         return torch.stack(losses).mean()
 
     def rollout(self, prompts: Sequence[Piece], generator: torch.Generator) -> Takes:
@@ -207,12 +247,15 @@ class Grpo(nn.Module):
         frame = sampler_frames(self.transformer, cond, ids, durations, ref_lens)
         # One start per group (as DanceGRPO): the start is no step of the policy, so takes that differ in it would
         # differ in reward by luck no step can be credited with (`scripts/grpo_spread.py` measures how much).
+        # With `likelihood=flow` the takes are the ODE's, so each needs a start of its own to differ at all.
         _, n, d = frame.cond.shape
-        x0 = torch.randn((len(prompts), n, d), device=device, generator=generator)
-        x0 = x0.repeat_interleave(s.group, dim=0) * (frame.mask[..., None] if frame.mask is not None else 1)
+        flow = s.likelihood == "flow"
+        x0 = torch.randn((len(pieces) if flow else len(prompts), n, d), device=device, generator=generator)
+        x0 = x0.repeat_interleave(1 if flow else s.group, dim=0)
+        x0 = x0 * (frame.mask[..., None] if frame.mask is not None else 1)
         policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
         grid = self.grid.to(device)
-        states = sde_rollout(policy, x0, grid, s.noise_level, generator, stochastic_steps=s.train_steps)
+        states = sde_rollout(policy, x0, grid, s.noise_level, generator, stochastic_steps=0 if flow else s.train_steps)
         with torch.autocast(device.type, enabled=False):  # the vocoder and the reward models run as at inference
             waves = self.synthesizer.decode(frame.keep_reference(states[-1]), pieces)
             terms = self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
@@ -231,6 +274,22 @@ class Grpo(nn.Module):
             mean_ref, _ = step_mean_std(x, reference(t, x), t, dt, s.noise_level)
         log_prob = step_log_prob(states[k + 1], mean, std, span)
         return grpo_loss(log_prob, advantages, step_kl(mean, mean_ref, std, span), s.kl)
+
+    def _flow_loss(
+        self, policy: VelocityField, reference: VelocityField, span: Tensor, x1: Tensor, advantages: Tensor,
+        generator: torch.Generator,
+    ) -> Tensor:  # fmt: skip
+        """GRPO's loss with `flow_terms` at one time and noise per group, shared by its takes.
+
+        Shared, the part of the gradient common to a group cancels (its advantages sum to 0), leaving what tells its
+        takes apart.
+        """
+        s = self.settings
+        prompts, (_, n, d) = x1.shape[0] // s.group, x1.shape
+        t = torch.rand((prompts,), device=x1.device, generator=generator).repeat_interleave(s.group)
+        x0 = torch.randn((prompts, n, d), device=x1.device, generator=generator).repeat_interleave(s.group, dim=0)
+        log_prob, kl = flow_terms(policy, reference, x1, x0, t, span)
+        return grpo_loss(log_prob, advantages, kl, s.kl)
 
     def take_window(self) -> dict[str, float]:
         """The mean reward and terms of the updates since the last call (the trainer's log), then forget them."""

@@ -26,7 +26,7 @@ from f5lite.paths import demo_dir
 from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import load_source
 from f5lite.train import Trainer
-from f5lite.train.grpo import group_advantages, grpo_loss
+from f5lite.train.grpo import flow_terms, group_advantages, grpo_loss
 
 
 def test_advantages_are_each_reward_against_its_own_group() -> None:
@@ -74,6 +74,42 @@ def test_grpo_moves_a_policy_towards_the_samples_its_reward_prefers() -> None:
         loss.backward()
         optimizer.step()
     assert float(offset.detach()) > 0.3, float(offset.detach())
+
+
+def test_the_flow_likelihood_moves_a_policy_towards_the_takes_its_reward_prefers() -> None:
+    # The same, with each take's likelihood its flow-matching loss: takes from independent starts of a constant
+    # learnable velocity, rewarded for a high mean; a sign error in the likelihood or the advantage lowers the offset.
+    offset = torch.nn.Parameter(torch.zeros(()))
+    optimizer = torch.optim.SGD([offset], lr=0.2)
+    g = torch.Generator().manual_seed(0)
+    span = torch.ones(8, 4, dtype=torch.bool)
+    for _ in range(20):
+        x1 = torch.randn(8, 4, 2, generator=g) + offset.detach()  # the ODE of `v = offset` from 8 starts
+        advantages = group_advantages(x1.mean(dim=(1, 2))[None])[0]
+        x0 = torch.randn(1, 4, 2, generator=g).expand(8, -1, -1)  # one noise and time for the group
+        t = torch.rand((), generator=g).expand(8)
+        log_prob, kl = flow_terms(lambda t, x: offset.expand_as(x), lambda t, x: torch.zeros_like(x), x1, x0, t, span)
+        loss = grpo_loss(log_prob, advantages, kl, beta=0.0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert float(offset.detach()) > 0.3, float(offset.detach())
+
+
+def test_the_flow_likelihood_is_minus_the_flow_matching_loss_over_the_generated_frames() -> None:
+    g = torch.Generator().manual_seed(0)
+    x0, x1 = torch.randn(2, 2, 5, 3, generator=g)
+    span = torch.tensor([[False, True, True, True, False], [True] * 5])
+    t = torch.tensor([0.3, 0.8])
+    straight = lambda t, x: x1 - x0  # noqa: E731 - the velocity of the straight path from x0 to x1
+    log_prob, kl = flow_terms(straight, straight, x1, x0, t, span)
+    assert torch.equal(log_prob, torch.zeros(2)) and torch.equal(kl, torch.zeros(2))
+    off = lambda t, x: x1 - x0 + 0.5  # noqa: E731
+    log_prob, kl = flow_terms(off, straight, x1, x0, t, span)
+    assert torch.allclose(log_prob, torch.full((2,), -0.25)) and torch.allclose(kl, torch.full((2,), 0.25))
+    # The frames outside the span (the reference, the padding) do not count.
+    outside = lambda t, x: x1 - x0 + 9.0 * (~span)[..., None]  # noqa: E731
+    assert torch.equal(flow_terms(outside, straight, x1, x0, t, span)[0], torch.zeros(2))
 
 
 # ----------------------------------------------------------------------------------------------- the trainer
@@ -125,10 +161,12 @@ def test_one_update_scores_a_group_per_prompt_and_moves_the_weights(policy: Path
 
 
 @pytest.mark.heavy
-def test_a_grpo_run_resumes_exactly(policy: Path, tmp_path: Path) -> None:
-    straight = Trainer(compose_config(grpo_overrides(policy, tmp_path / "a", "optim.max_updates=4")))
+@pytest.mark.parametrize("likelihood", ["sde", "flow"])
+def test_a_grpo_run_resumes_exactly(policy: Path, tmp_path: Path, likelihood: str) -> None:
+    own = f"grpo.likelihood={likelihood}"
+    straight = Trainer(compose_config(grpo_overrides(policy, tmp_path / "a", "optim.max_updates=4", own)))
     straight.fit()
-    overrides = grpo_overrides(policy, tmp_path / "b", "optim.max_updates=4", "ckpt.every=2")
+    overrides = grpo_overrides(policy, tmp_path / "b", "optim.max_updates=4", "ckpt.every=2", own)
     Trainer(compose_config(overrides)).fit(until=2)
     resumed = Trainer(compose_config(overrides))
     assert resumed.update == 2
@@ -137,8 +175,11 @@ def test_a_grpo_run_resumes_exactly(policy: Path, tmp_path: Path) -> None:
         assert torch.equal(a, b), name
 
 
-def test_the_kl_term_is_nothing_at_the_start_and_grows_as_the_policy_leaves_it(policy: Path, tmp_path: Path) -> None:
-    trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run")))
+@pytest.mark.parametrize("likelihood", ["sde", "flow"])
+def test_the_kl_term_is_nothing_at_the_start_and_grows_as_the_policy_leaves_it(
+    policy: Path, tmp_path: Path, likelihood: str
+) -> None:
+    trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", f"grpo.likelihood={likelihood}")))
     grpo = trainer.grpo
     assert grpo is not None
     unused = torch.zeros(1, 1, 100), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, dtype=torch.long)
@@ -161,8 +202,34 @@ def test_a_group_s_takes_share_their_start_and_part_only_in_the_trained_steps(
 ) -> None:
     # Reward spread that no trained step caused is noise to the gradient: a group starts from one noise, and only the
     # steps the loss is computed on draw anything.
+    seen, windows = recorded_rollouts(policy, tmp_path, monkeypatch, "grpo.likelihood=sde")
+    (states,) = seen
+    assert states.shape[:2] == (5, 6)
+    for group in (slice(0, 3), slice(3, 6)):
+        start = states[0, group]
+        assert torch.equal(start, start[:1].expand_as(start))
+        after = states[1, group]
+        assert not torch.equal(after[0], after[1])  # the first step is stochastic ...
+    assert not torch.equal(states[0, 0], states[0, 3])  # ... and each group has its own start
+    assert windows == [2]  # ... and the rest are the ODE's (as `sde_rollout` is tested to take them)
+
+
+def test_with_the_flow_likelihood_each_take_has_a_start_of_its_own_and_the_ode_draws_nothing_more(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen, windows = recorded_rollouts(policy, tmp_path, monkeypatch, "grpo.likelihood=flow")
+    (states,) = seen
+    starts = states[0].flatten(1)
+    assert all(not torch.equal(starts[i], starts[j]) for i in range(6) for j in range(i))
+    assert windows == [0]
+
+
+def recorded_rollouts(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str
+) -> tuple[list[torch.Tensor], list[object]]:
+    """The states of the rollouts of one update (2 prompts, groups of 3, 4 steps, 2 trained) and their windows."""
     trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", "grpo.prompts_per_update=2",
-                                                    "grpo.group=3", "grpo.steps=4", "grpo.train_steps=2")))  # fmt: skip
+                                                    "grpo.group=3", "grpo.steps=4", "grpo.train_steps=2", *extra)))  # fmt: skip
     grpo = trainer.grpo
     assert grpo is not None
     seen: list[torch.Tensor] = []
@@ -178,15 +245,7 @@ def test_a_group_s_takes_share_their_start_and_part_only_in_the_trained_steps(
     unused = torch.zeros(1, 1, 100), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, dtype=torch.long)
     with torch.no_grad():
         grpo(*unused, generator=torch.Generator().manual_seed(0))
-    (states,) = seen
-    assert states.shape[:2] == (5, 6)
-    for group in (slice(0, 3), slice(3, 6)):
-        start = states[0, group]
-        assert torch.equal(start, start[:1].expand_as(start))
-        after = states[1, group]
-        assert not torch.equal(after[0], after[1])  # the first step is stochastic ...
-    assert not torch.equal(states[0, 0], states[0, 3])  # ... and each group has its own start
-    assert windows == [2]  # ... and the rest are the ODE's (as `sde_rollout` is tested to take them)
+    return seen, windows
 
 
 @pytest.mark.heavy
