@@ -10,9 +10,11 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -25,8 +27,8 @@ from f5lite.metrics.asr import load_recognizer
 from f5lite.paths import demo_dir
 from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import load_source
-from f5lite.train import Trainer
-from f5lite.train.grpo import flow_terms, group_advantages, grpo_loss
+from f5lite.train import Trainer, TrainingStopped
+from f5lite.train.grpo import Grpo, flow_terms, group_advantages, grpo_loss
 
 
 def test_advantages_are_each_reward_against_its_own_group() -> None:
@@ -168,6 +170,37 @@ def test_a_grpo_run_resumes_exactly(policy: Path, tmp_path: Path, likelihood: st
     straight.fit()
     overrides = grpo_overrides(policy, tmp_path / "b", "optim.max_updates=4", "ckpt.every=2", own)
     Trainer(compose_config(overrides)).fit(until=2)
+    resumed = Trainer(compose_config(overrides))
+    assert resumed.update == 2
+    resumed.fit()
+    for (name, a), b in zip(weights(straight).items(), weights(resumed).values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+@pytest.mark.heavy
+def test_a_sigterm_during_a_rollout_saves_that_update_and_the_relaunch_ends_where_a_straight_run_does(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A preempted RL run: the launcher's SIGTERM arrives while update 2 is rolling out its takes.
+    straight = Trainer(compose_config(grpo_overrides(policy, tmp_path / "a", "optim.max_updates=3")))
+    straight.fit()
+    real_rollout = Grpo.rollout
+    calls: list[int] = []
+
+    def rollout_then_sigterm(self: Grpo, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_rollout(self, *args, **kwargs)
+
+    monkeypatch.setattr(Grpo, "rollout", rollout_then_sigterm)
+    overrides = grpo_overrides(policy, tmp_path / "b", "optim.max_updates=3")
+    with pytest.raises(TrainingStopped) as stopped:
+        Trainer(compose_config(overrides)).fit()
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert (tmp_path / "b" / "checkpoints" / "step-00000002").is_dir()
+    assert not (tmp_path / "b" / "export").exists()
+    monkeypatch.setattr(Grpo, "rollout", real_rollout)
     resumed = Trainer(compose_config(overrides))
     assert resumed.update == 2
     resumed.fit()
