@@ -504,8 +504,9 @@ class DistillConfig:
 
 
 REWARD_NAMES = ("wer", "sim", "mos")
-LIKELIHOODS = ("sde", "flow")
 """The rewards `grpo.rewards` can weigh: each is a `f5lite.metrics` metric, scored with the `eval.*` backends."""
+LIKELIHOODS = ("sde", "flow")
+"""The ways `grpo.likelihood` can measure a take's log-probability (`f5lite.train.grpo`)."""
 
 
 @dataclass

@@ -221,17 +221,17 @@ class Grpo(nn.Module):
         with torch.no_grad():
             reference = guided_field(self.reference, frame.step_cond, ids, frame.mask, s.cfg_strength)
         span = frame.generated()
-        x1 = frame.keep_reference(states[-1])
-        losses = [
-            self._flow_loss(policy, reference, span, x1, advantages, generator)
-            if s.likelihood == "flow"
-            else self._step_loss(policy, reference, span, states, grid, k, advantages)
-            for k in range(s.train_steps)
-        ]
+        if s.likelihood == "flow":
+            x1 = frame.keep_reference(states[-1])
+            losses = [self._flow_loss(policy, reference, span, x1, advantages, generator) for _ in range(s.train_steps)]
+        else:
+            losses = [
+                self._step_loss(policy, reference, span, states, grid, k, advantages) for k in range(s.train_steps)
+            ]
         return torch.stack(losses).mean()
 
     def rollout(self, prompts: Sequence[Piece], generator: torch.Generator) -> Takes:
-        """A group of `grpo.group` takes of each prompt, scored (one start per group; see the module docstring).
+        """A group of `grpo.group` takes of each prompt, scored (drawn as `grpo.likelihood` needs: module docstring).
 
         Args:
             prompts: the prompts, laid out.

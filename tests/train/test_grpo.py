@@ -308,6 +308,7 @@ def test_grpo_spread_scores_takes_from_one_start_apart_from_takes_from_many(poli
         (["grpo.rewards.sim=0"], "weighs nothing"),
         (["+grpo.rewards.pesq=1.0"], "grpo.rewards"),
         (["grpo.train_steps=4"], "grpo.train_steps"),
+        (["grpo.likelihood=ppo"], "grpo.likelihood"),
         (["model.dropout=0.1"], "grpo.prompts needs model.dropout=0"),
         (["grpo.prompts=/no/such/prompts.txt"], "grpo.prompts: .*/no/such/prompts.txt"),
         (["eval.speaker=wavlm:/no/such/dir"], "/no/such/dir"),
