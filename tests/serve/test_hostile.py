@@ -123,8 +123,10 @@ def test_a_4000_character_word_does_not_hold_the_model_from_a_short_request(serv
     answered.set()
     long.join()
     assert answer.status_code == 200 and seen  # the long word is spoken too, piece by piece
-    # It waits for the batch under way and shares the next: never for the minutes the whole word takes.
-    assert waited < alone + 3 * window, (waited, alone, window)
+    # It waits for the batch under way and shares the next (about two windows): never for the whole word, eleven
+    # full pieces of 364 bytes at the reference's rate of speech, some fifteen of the measured 270-byte window. The
+    # margin is for a busy shared machine, where one measured window can come out short.
+    assert waited < alone + 5 * window, (waited, alone, window)
 
 
 def test_a_one_second_wav_at_44101_hz_costs_little_memory_and_answers_at_once(served) -> None:
