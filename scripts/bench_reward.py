@@ -33,7 +33,7 @@ from typing import Any
 
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
-from bench_speaks import REPO, Arm, _run, cpu_flags, eval_keys, tool, train  # noqa: E402
+from bench_speaks import REPO, Arm, _run, cpu_flags, eval_keys, evaluate, tool, train  # noqa: E402
 
 ARMS = ("grpo", "finetune")
 METRICS = ("wer", "sim", "mos")
@@ -81,16 +81,16 @@ def model_dirs(arms: Sequence[Arm], start: Path, work: Path) -> dict[str, Path]:
 
 
 def score(models: dict[str, Path], corpus: Path, work: Path, seeds: Sequence[int], limit: int, jobs: int) -> dict:
-    """f5lite-eval of every model with every seed: {model: {seed: means}}."""
+    """f5lite-eval of every model with every seed (run again where scored before: `bench_speaks.evaluate`):
+    {model: {seed: means}}."""
     tasks = [(name, seed) for name in models for seed in seeds]
 
     def one(task: tuple[str, int]) -> tuple[str, int, dict[str, float]]:
         name, seed = task
         out = work / "eval" / f"{name}-seed{seed}"
-        if not (out / "summary.json").exists():
-            _run([tool("f5lite-eval"), f"model={models[name]}", *eval_keys(corpus, out, limit), "floor_vocoder=none",
-                  f"sample.seed={seed}"])  # fmt: skip
-        means = json.loads((out / "summary.json").read_text(encoding="utf-8"))["means"]
+        command = [tool("f5lite-eval"), f"model={models[name]}", *eval_keys(corpus, out, limit), "floor_vocoder=none",
+                   f"sample.seed={seed}"]  # fmt: skip
+        means = evaluate(command, out)["means"]
         print(f"bench_reward: {name} seed {seed}: " + ", ".join(f"{k} {means.get(k)}" for k in METRICS), flush=True)
         return name, seed, {k: means[k] for k in METRICS if k in means}
 

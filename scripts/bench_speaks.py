@@ -228,6 +228,17 @@ def eval_keys(corpus: Path, out: Path, limit: int) -> list[str]:
             f"asr=pocketsphinx:{corpus / 'asr'}", "vocoder=griffin_lim", f"limit={limit}"]  # fmt: skip
 
 
+def evaluate(command: list[str], out: Path, threads: int = 1) -> dict[str, Any]:
+    """Run an `f5lite-eval` command that writes into `out`; returns its `summary.json`.
+
+    Run even where `out` holds an earlier run's summary: f5lite-eval keeps the rows it scored there with the same
+    settings, scores the rest of `limit`, and refuses a folder scored with other settings (another model), so a
+    rerun with another `--limit` or `--start` never reads a stale summary.
+    """
+    _run(command, threads)
+    return json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
 def _run(command: list[str], threads: int = 1) -> None:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
@@ -248,9 +259,7 @@ def score(arms: Sequence[Arm], work: Path, limit: int, points: int, jobs: int) -
     def one(task: tuple[Arm, Point, Path]) -> None:
         arm, point, path = task
         command, out = eval_command(arm, point.update, path, work, limit)
-        if not (out / "summary.json").exists():
-            _run(command)
-        means = json.loads((out / "summary.json").read_text(encoding="utf-8"))["means"]
+        means = evaluate(command, out)["means"]
         point.wer, point.sim, point.mos = means.get("wer"), means.get("sim"), means.get("mos")
         print(f"bench_speaks: {arm.name} update {point.update} ({point.minutes} min): WER {point.wer}", flush=True)
 
@@ -261,11 +270,9 @@ def score(arms: Sequence[Arm], work: Path, limit: int, points: int, jobs: int) -
 def floors(corpus: Path, work: Path, limit: int) -> dict[str, Any]:
     """The test set's own recordings scored as the models are: as recorded, and through log-mel and Griffin-Lim."""
     out = work / "eval" / "ground_truth"
-    if not (out / "summary.json").exists():
-        keys = [k for k in eval_keys(corpus, out, limit) if not k.startswith("vocoder=")]
-        _run([tool("f5lite-eval"), f"audio_dir={corpus / 'test' / 'audio'}", *keys,
-              "floor_vocoder=griffin_lim"], threads=2)  # fmt: skip
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    keys = [k for k in eval_keys(corpus, out, limit) if not k.startswith("vocoder=")]
+    command = [tool("f5lite-eval"), f"audio_dir={corpus / 'test' / 'audio'}", *keys, "floor_vocoder=griffin_lim"]
+    summary = evaluate(command, out, threads=2)
     return {"recorded": summary["means"], "vocoded": summary.get("ground_truth_vocoded")}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,22 @@ def test_both_arms_share_the_learning_rate_ema_and_start_and_only_grpo_gets_prom
     assert all(key in grpo and key in plain for key in shared)
     assert f"grpo.prompts={tmp_path / 'rl' / 'prompts.txt'}" in grpo
     assert not any(key.startswith("grpo.") for key in plain)
+
+
+def test_a_folder_scored_before_is_scored_again_not_read_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The start's scores of an earlier run (30 rows) copied into a run asked for 100: f5lite-eval runs again (it
+    # keeps the rows it has and scores the rest), so the start is scored on the arms' rows, not read from before.
+    stale = tmp_path / "eval" / "start-seed0"
+    stale.mkdir(parents=True)
+    (stale / "summary.json").write_text(json.dumps({"means": {"wer": 0.9, "sim": 0.1, "mos": 1.0}}))
+    calls = []
+
+    def f5lite_eval(command: list[str], threads: int = 1) -> None:
+        calls.append(command)
+        keys = dict(arg.split("=", 1) for arg in command[1:])
+        means = {"wer": int(keys["limit"]) / 1000, "sim": 0.8, "mos": 2.0}
+        (Path(keys["output"]) / "summary.json").write_text(json.dumps({"means": means}))
+
+    monkeypatch.setattr(sys.modules["bench_speaks"], "_run", f5lite_eval)
+    scores = bench.score({"start": tmp_path / "export"}, tmp_path, tmp_path, [0], limit=100, jobs=1)
+    assert len(calls) == 1 and scores["start"][0]["wer"] == pytest.approx(0.1)
