@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -70,6 +69,8 @@ def test_a_folder_scored_before_is_scored_again_not_read_stale(tmp_path: Path, m
         means = {"wer": int(keys["limit"]) / 1000, "sim": 0.8, "mos": 2.0}
         (Path(keys["output"]) / "summary.json").write_text(json.dumps({"means": means}))
 
-    monkeypatch.setattr(sys.modules["bench_speaks"], "_run", f5lite_eval)
+    # Patched where `evaluate` looks it up: another test may have loaded bench_speaks again since bench_reward
+    # imported it, so the module now under that name in sys.modules need not be the one `evaluate` runs in.
+    monkeypatch.setitem(bench.evaluate.__globals__, "_run", f5lite_eval)
     scores = bench.score({"start": tmp_path / "export"}, tmp_path, tmp_path, [0], limit=100, jobs=1)
     assert len(calls) == 1 and scores["start"][0]["wer"] == pytest.approx(0.1)
