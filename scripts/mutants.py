@@ -1676,6 +1676,22 @@ MUTANTS = (
         ("tests/train/test_grpo.py",),
     ),
     Mutant(
+        "GRPO7",
+        "`grpo.advantages=positive` ignored: the takes below their group's mean push the model away as GRPO's do",
+        "f5lite/train/grpo.py",
+        "            advantages = advantages.clamp(min=0.0)\n",
+        "            advantages = advantages.clamp(min=-1e9)\n",
+        ("tests/train/test_grpo.py::test_positive_advantages_pull_towards_the_better_take_and_push_from_none",),
+    ),
+    Mutant(
+        "GRPO8",
+        "`grpo.data_weight` ignored: nothing holds the policy to the training data",
+        "f5lite/train/grpo.py",
+        "            loss = loss + s.data_weight * self._data[0](x1, text, lens, generator=generator)\n",
+        "            loss = loss + 0 * self._data[0](x1, text, lens, generator=generator)\n",
+        ("tests/train/test_grpo.py::test_the_data_weight_adds_the_flow_objective_on_the_training_batch",),
+    ),
+    Mutant(
         "control",
         "optimizer state not restored on resume",
         TRAINER,

@@ -507,6 +507,8 @@ REWARD_NAMES = ("wer", "sim", "mos")
 """The rewards `grpo.rewards` can weigh: each is a `f5lite.metrics` metric, scored with the `eval.*` backends."""
 LIKELIHOODS = ("sde", "flow")
 """The ways `grpo.likelihood` can measure a take's log-probability (`f5lite.train.grpo`)."""
+ADVANTAGE_SIGNS = ("signed", "positive")
+"""The takes `grpo.advantages` lets move the model (`f5lite.train.grpo`)."""
 
 
 @dataclass
@@ -542,6 +544,13 @@ class GrpoConfig:
     kl: float = 0.04
     """Weight of the term that holds the model near its starting weights, per element: the KL divergence of a step
     from the starting weights' (`sde`, Flow-GRPO's beta), or the squared difference of their velocities (`flow`)."""
+    advantages: str = "signed"
+    """Which takes move the model: `signed` (GRPO's: towards each take above its group's mean, away from each below),
+    or `positive` (towards the takes above, each by its advantage, the others not at all: reward-weighted regression on
+    the model's own better takes; with `likelihood=flow` its loss is bounded below, where pushing away is not)."""
+    data_weight: float = 0.0
+    """Weight of the flow objective on the run's training batches, added to the RL loss (InstructGPT's PPO-ptx): it
+    holds the model to the data as `grpo.kl` holds it to the starting weights. 0: the batches are not used."""
     cfg_strength: float = 0.0
     """Guidance of the rollouts: 0 (FlowTTS-GRPO: the conditional velocity is the policy, half the passes), or a
     strength whose guided velocity (two passes) is the policy."""
@@ -558,6 +567,8 @@ class GrpoConfig:
         check_range("grpo.train_steps", self.train_steps, 1, self.steps)
         check_range("grpo.noise_level", self.noise_level, 1e-3, 10.0)
         check_at_least("grpo.kl", self.kl, 0.0)
+        check_choice("grpo.advantages", self.advantages, ADVANTAGE_SIGNS)
+        check_at_least("grpo.data_weight", self.data_weight, 0.0)
         check_range("grpo.cfg_strength", self.cfg_strength, 0.0, 100.0)
         for name, weight in self.rewards.items():
             check_choice("grpo.rewards", name, REWARD_NAMES)

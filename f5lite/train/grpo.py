@@ -1,7 +1,8 @@
 """Online RL of a trained flow model with speech rewards: GRPO on the model's own takes (`grpo.*`).
 
 The trainer runs as it is, with `Grpo` in the flow objective's place (checkpoints, exact resume, EMA, validation,
-prompts and export unchanged); the training batches it is handed are not used (the prompts are its data).
+prompts and export unchanged); the prompts are its data, and the training batches it is handed count only with
+`grpo.data_weight` (step 5).
 
 One update, on each rank:
 1. Draw `grpo.prompts_per_update` prompts of `grpo.prompts` (a test-set file of training material) with the
@@ -28,7 +29,10 @@ One update, on each rank:
    probability under the network being trained to the rollout's (one update per rollout, so it is 1 and its
    gradient the policy gradient: PPO's clip never acts and is left out); the KL term holds the network near the
    starting weights (`reference`, frozen, not a submodule: in no optimizer): the KL divergence of a step from
-   theirs (`sde`), or the squared difference of the two velocities (`flow`).
+   theirs (`sde`), or the squared difference of the two velocities (`flow`). With `grpo.advantages=positive` the
+   advantages below 0 count as 0: only the better takes pull (reward-weighted regression), none pushes.
+5. With `grpo.data_weight > 0`, the flow objective on the training batch is added at that weight (InstructGPT's
+   PPO-ptx): what holds the model to the data, where the KL term holds it to the starting weights.
 
 Unlike the flow objective's, an update syncs with the host: the prompts are picked there, and the clips are scored
 there (the scores are Python numbers; PocketSphinx runs on the CPU).
@@ -50,6 +54,7 @@ from f5lite.data.testset import read_testset
 from f5lite.infer.plan import Piece
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.models import build_backbone_from_config
+from f5lite.models.cfm import CFM
 from f5lite.sampling.backbone import Backbone
 from f5lite.sampling.guidance import guided_field
 from f5lite.sampling.ode import VelocityField
@@ -188,6 +193,7 @@ class Grpo(nn.Module):
         self.settings = cfg.grpo
         self.grid = time_grid(cfg.grpo.steps, cfg.sample.schedule, cfg.sample.sway)
         self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer)
+        self._data = (CFM(transformer),)  # a tuple: the transformer is a submodule once, as `transformer`
         self._window: list[Tensor] = []
 
     @property
@@ -196,12 +202,12 @@ class Grpo(nn.Module):
         return self._reference[0]
 
     def forward(self, x1: Tensor, text: Tensor, lens: Tensor, *, generator: torch.Generator) -> Tensor:
-        """The loss of one update's rollouts (the batch is not used: see the module docstring).
+        """The loss of one update's rollouts, and of the training batch with `grpo.data_weight > 0`.
 
         Args:
-            x1: unused.
-            text: unused.
-            lens: unused.
+            x1: the batch's mel `[b, n, d]` (used only with `grpo.data_weight > 0`).
+            text: its ids `[b, nt]`.
+            lens: its valid frames `[b]`.
             generator: the update's randomness, on the training device.
 
         Returns:
@@ -216,19 +222,26 @@ class Grpo(nn.Module):
         total = self.rewards.total(terms)
         self._window.append(torch.cat((total[:, None], terms), dim=1).mean(dim=0))
         advantages = group_advantages(total.view(s.prompts_per_update, s.group)).view(-1).to(device)
+        if s.advantages == "positive":
+            advantages = advantages.clamp(min=0.0)
         # The fields embed the text once for all the trained steps (the policy's with gradient, in one graph).
         policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
         with torch.no_grad():
             reference = guided_field(self.reference, frame.step_cond, ids, frame.mask, s.cfg_strength)
         span = frame.generated()
         if s.likelihood == "flow":
-            x1 = frame.keep_reference(states[-1])
-            losses = [self._flow_loss(policy, reference, span, x1, advantages, generator) for _ in range(s.train_steps)]
+            done = frame.keep_reference(states[-1])
+            losses = [
+                self._flow_loss(policy, reference, span, done, advantages, generator) for _ in range(s.train_steps)
+            ]
         else:
             losses = [
                 self._step_loss(policy, reference, span, states, grid, k, advantages) for k in range(s.train_steps)
             ]
-        return torch.stack(losses).mean()
+        loss = torch.stack(losses).mean()
+        if s.data_weight > 0:
+            loss = loss + s.data_weight * self._data[0](x1, text, lens, generator=generator)
+        return loss
 
     def rollout(self, prompts: Sequence[Piece], generator: torch.Generator) -> Takes:
         """A group of `grpo.group` takes of each prompt, scored (drawn as `grpo.likelihood` needs: module docstring).

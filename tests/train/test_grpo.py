@@ -24,6 +24,7 @@ from support.trainer_helpers import make
 
 from f5lite.config import compose_config
 from f5lite.metrics.asr import load_recognizer
+from f5lite.models.cfm import CFM
 from f5lite.paths import demo_dir
 from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import load_source
@@ -230,6 +231,44 @@ def test_the_kl_term_is_nothing_at_the_start_and_grows_as_the_policy_leaves_it(
     assert loss(5.0) > loss(0.0) + 1e-4
 
 
+def test_positive_advantages_pull_towards_the_better_take_and_push_from_none(policy: Path, tmp_path: Path) -> None:
+    # A group of 2 scored apart: advantages of +-d / (d + 1e-4), within 1 % of +-1 when the takes' rewards are 0.02
+    # apart (d = 0.01) or more. At the starting weights the ratio is 1 and the KL 0, so the loss is -mean(A): 0 with
+    # GRPO's signed advantages, about -1/2 when the worse take's advantage counts as 0.
+    trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", "grpo.likelihood=flow")))
+    grpo = trainer.grpo
+    assert grpo is not None
+    unused = torch.zeros(1, 1, 100), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, dtype=torch.long)
+
+    def loss(advantages: str) -> float:
+        grpo.settings = dataclasses.replace(grpo.settings, advantages=advantages)
+        with torch.no_grad():
+            return float(grpo(*unused, generator=torch.Generator().manual_seed(0)))
+
+    assert abs(loss("signed")) < 1e-5
+    assert loss("positive") == pytest.approx(-0.5, abs=5e-3)
+
+
+def test_the_data_weight_adds_the_flow_objective_on_the_training_batch(policy: Path, tmp_path: Path) -> None:
+    trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run")))
+    grpo = trainer.grpo
+    assert grpo is not None
+    g = torch.Generator().manual_seed(3)
+    batch = torch.randn(2, 40, 100, generator=g), torch.randint(0, 5, (2, 12), generator=g), torch.tensor([40, 31])
+
+    def loss(data_weight: float, mel: torch.Tensor) -> tuple[float, torch.Generator]:
+        grpo.settings = dataclasses.replace(grpo.settings, data_weight=data_weight)
+        generator = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            return float(grpo(mel, *batch[1:], generator=generator)), generator
+
+    rl_only, after = loss(0.0, batch[0])
+    assert loss(0.0, 2 * batch[0])[0] == rl_only  # weight 0: the batch is not used
+    with torch.no_grad():  # the batch's flow loss, drawn from where the rollouts left the generator
+        data = float(CFM(trainer.backbone)(*batch, generator=after))
+    assert loss(0.5, batch[0])[0] == pytest.approx(rl_only + 0.5 * data, rel=1e-5, abs=1e-6)
+
+
 def test_a_group_s_takes_share_their_start_and_part_only_in_the_trained_steps(
     policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -309,6 +348,8 @@ def test_grpo_spread_scores_takes_from_one_start_apart_from_takes_from_many(poli
         (["+grpo.rewards.pesq=1.0"], "grpo.rewards"),
         (["grpo.train_steps=4"], "grpo.train_steps"),
         (["grpo.likelihood=ppo"], "grpo.likelihood"),
+        (["grpo.advantages=clipped"], "grpo.advantages"),
+        (["grpo.data_weight=-1"], "grpo.data_weight"),
         (["model.dropout=0.1"], "grpo.prompts needs model.dropout=0"),
         (["grpo.prompts=/no/such/prompts.txt"], "grpo.prompts: .*/no/such/prompts.txt"),
         (["eval.speaker=wavlm:/no/such/dir"], "/no/such/dir"),
