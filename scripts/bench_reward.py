@@ -15,8 +15,14 @@ each arm's change from the start. Sampling cost: each arm's seconds per update a
 and scored. Reward hacking is watched: a model whose WER fell while its SIM or MOS fell by more than the seeds'
 spread is flagged.
 
+With `--duration DIR` (a trained duration predictor, e.g. `+recipe=duration_small`'s export) the flow model only
+speaks and the arms train the predictor: `grpo` is `+recipe=duration_grpo` (RL of the lengths it picks, rewarded by
+WER and SIM of the takes), `finetune` is `+recipe=duration_small` from the same predictor on the corpus; the start
+and each arm are scored as the start's model with that predictor.
+
     make speak-corpus   # and a trained speak_cpu export, e.g. runs/speak_cpu/export
     python scripts/bench_reward.py --start runs/speak_cpu/export --minutes 45 --out-dir scripts/results
+    python scripts/bench_reward.py --start runs/speak_cpu/export --duration runs/duration_small/export --lr 1e-3
 """
 
 from __future__ import annotations
@@ -50,12 +56,30 @@ def command(arm: Arm, work: Path) -> list[str]:
 def arm_settings(name: str, args: argparse.Namespace) -> list[str]:
     """The overrides of one arm; what both share comes last (learning rate, EMA, no validation)."""
     corpus = args.corpus.resolve()
+    if args.duration is not None:
+        return duration_arm_settings(name, args)
     shared = [f"init.weights={args.start.resolve()}", f"data.dir={corpus}", f"optim.lr={args.lr}",
               "optim.warmup_updates=0", f"optim.max_updates={MAX_UPDATES}", "ema.update_after=0",
               f"ema.decay={args.ema_decay}", "eval.every=0", "logger.every=5"]  # fmt: skip
     if name == "grpo":
         own = [f"grpo.prompts={corpus / 'rl' / 'prompts.txt'}", f"eval.asr=pocketsphinx:{corpus / 'asr'}",
                "ckpt.every=50"]  # fmt: skip
+    else:
+        own = ["ckpt.every=500"]
+    return [*own, *shared, *args.overrides]
+
+
+def duration_arm_settings(name: str, args: argparse.Namespace) -> list[str]:
+    """`--duration`'s arms: RL of the predictor, or the predictor fine-tuned on the corpus, both from `--duration`
+    at the learning rate `--lr`; the flow model (`--start`) only speaks."""
+    corpus = args.corpus.resolve()
+    tokenizer = json.loads((args.start / "config.json").read_text(encoding="utf-8"))["tokenizer"]
+    shared = [f"duration.init={args.duration.resolve()}", f"data.dir={corpus}", f"data.tokenizer={tokenizer}",
+              f"duration.lr={args.lr}", "optim.warmup_updates=0", f"optim.max_updates={MAX_UPDATES}", "eval.every=0",
+              "logger.every=5"]  # fmt: skip
+    if name == "grpo":
+        own = [f"init.weights={args.start.resolve()}", f"grpo.prompts={corpus / 'rl' / 'prompts.txt'}",
+               f"eval.asr=pocketsphinx:{corpus / 'asr'}", "ckpt.every=25"]  # fmt: skip
     else:
         own = ["ckpt.every=500"]
     return [*own, *shared, *args.overrides]
@@ -69,18 +93,20 @@ def last_checkpoint(arm: Arm) -> int:
     return max(steps)
 
 
-def model_dirs(arms: Sequence[Arm], start: Path, work: Path) -> dict[str, Path]:
-    """Each model to score: the start, and every arm's export of its last checkpoint."""
-    models = {"start": start.resolve()}
+def model_keys(arms: Sequence[Arm], start: Path, duration: Path | None, work: Path) -> dict[str, list[str]]:
+    """Each model to score, as its f5lite-eval keys: the start, and every arm's export of its last checkpoint (with
+    `--duration`: the start's flow model with each predictor)."""
+    speaker = [f"model={start.resolve()}"]
+    models = {"start": speaker if duration is None else [*speaker, f"duration={duration.resolve()}"]}
     for arm in arms:
         export = work / "exports" / arm.name
         if not export.exists():
             _run([tool("f5lite-export"), arm.run_dir, "--step", str(last_checkpoint(arm)), "--out", str(export)])
-        models[arm.name] = export
+        models[arm.name] = [f"model={export}"] if duration is None else [*speaker, f"duration={export}"]
     return models
 
 
-def score(models: dict[str, Path], corpus: Path, work: Path, seeds: Sequence[int], limit: int, jobs: int) -> dict:
+def score(models: dict[str, list[str]], corpus: Path, work: Path, seeds: Sequence[int], limit: int, jobs: int) -> dict:
     """f5lite-eval of every model with every seed (run again where scored before: `bench_speaks.evaluate`):
     {model: {seed: means}}."""
     tasks = [(name, seed) for name in models for seed in seeds]
@@ -88,7 +114,7 @@ def score(models: dict[str, Path], corpus: Path, work: Path, seeds: Sequence[int
     def one(task: tuple[str, int]) -> tuple[str, int, dict[str, float]]:
         name, seed = task
         out = work / "eval" / f"{name}-seed{seed}"
-        command = [tool("f5lite-eval"), f"model={models[name]}", *eval_keys(corpus, out, limit), "floor_vocoder=none",
+        command = [tool("f5lite-eval"), *models[name], *eval_keys(corpus, out, limit), "floor_vocoder=none",
                    f"sample.seed={seed}"]  # fmt: skip
         means = evaluate(command, out)["means"]
         print(f"bench_reward: {name} seed {seed}: " + ", ".join(f"{k} {means.get(k)}" for k in METRICS), flush=True)
@@ -186,7 +212,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"# bench_reward: {header['date']}", "",
              f"{header['machine']['cpu']} ({', '.join(result['cpu_flags'])}), {header['machine']['logical_cores']} "
              f"logical cores, {result['threads']} thread(s) per arm, {result['minutes']} min per arm side by side; "
-             f"{result['limit']} held-out rows, seeds {result['seeds']}; start {result['start']}.", "",
+             f"{result['limit']} held-out rows, seeds {result['seeds']}; start {result['start']}"
+             f"{' with the duration predictor ' + result['duration'] if result.get('duration') else ''}.", "",
              "| model | updates | s/update | WER | SIM | MOS | WER change (min..max) | flagged |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for name, row in result["summary"].items():
@@ -208,6 +235,8 @@ def markdown(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--start", type=Path, required=True, help="the trained model to start from (an export)")
+    parser.add_argument("--duration", type=Path, default=None,
+                        help="RL of this duration predictor instead of the flow model (issue 42 item 2)")  # fmt: skip
     parser.add_argument("--corpus", type=Path, default=REPO / "runs" / "speak_corpus_ipa", help="make speak-corpus's")
     parser.add_argument("--minutes", type=float, default=45.0, help="wall-clock budget of each arm (default 45)")
     parser.add_argument("--lr", type=float, default=1e-4, help="both arms' constant learning rate (default 1e-4)")
@@ -233,7 +262,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"bench_reward.py: {args.corpus} has no rl/prompts.txt; run `make speak-corpus`")
     if not (args.start / "config.json").is_file():
         raise SystemExit(f"bench_reward.py: --start {args.start} is not an f5lite export (no config.json)")
-    recipes = {"grpo": "grpo", "finetune": "speak_cpu"}
+    if args.duration is not None and not (args.duration / "duration.json").is_file():
+        raise SystemExit(f"bench_reward.py: --duration {args.duration} holds no duration predictor (duration.json)")
+    recipes = (
+        {"grpo": "duration_grpo", "finetune": "duration_small"}
+        if args.duration
+        else {"grpo": "grpo", "finetune": "speak_cpu"}
+    )
     arms = [Arm(name=n, run_dir=str((args.work / n).resolve()), recipe=recipes[n], corpus=str(args.corpus.resolve()),
                 overrides=arm_settings(n, args)) for n in ARMS]  # fmt: skip
     threads = args.threads or max(1, (os.cpu_count() or 1) // len(arms))
@@ -243,11 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if Path(arm.run_dir).exists():
                 raise SystemExit(f"bench_reward.py: {arm.run_dir} exists; remove it or give another --work")
         train(arms, args.minutes, threads, args.work, command)
-    models = model_dirs(arms, args.start, args.work)
+    models = model_keys(arms, args.start, args.duration, args.work)
     scores = score(models, args.corpus.resolve(), args.work, args.seeds, args.limit, args.jobs)
     result = {
         "header": run_header([]), "cpu_flags": cpu_flags(), "minutes": args.minutes, "threads": threads,
         "limit": args.limit, "seeds": args.seeds, "start": str(args.start), "lr": args.lr,
+        "duration": str(args.duration) if args.duration else None,
         "arms": {arm.name: {"overrides": arm.overrides, "returncode": arm.returncode, "error": arm.error}
                  for arm in arms},
         "costs": costs(arms), "scores": scores, "summary": summarize(scores),

@@ -1633,7 +1633,7 @@ MUTANTS = (
         "f5lite/train/grpo.py",
         "    return (rewards - mean) / (spread + eps)",
         "    return (mean - rewards) / (spread + eps)",
-        ("tests/train/test_grpo.py",),
+        ("tests/train/test_grpo.py", "tests/train/test_duration_grpo.py"),
     ),
     Mutant(
         "GRPO2",
@@ -1641,7 +1641,7 @@ MUTANTS = (
         "f5lite/train/grpo.py",
         "    return (-advantages * ratio + beta * kl).mean()",
         "    return (-advantages * ratio).mean()",
-        ("tests/train/test_grpo.py",),
+        ("tests/train/test_grpo.py", "tests/train/test_duration_grpo.py"),
     ),
     Mutant(
         "GRPO3",
@@ -1690,6 +1690,30 @@ MUTANTS = (
         "            loss = loss + s.data_weight * self._data[0](x1, text, lens, generator=generator)\n",
         "            loss = loss + 0 * self._data[0](x1, text, lens, generator=generator)\n",
         ("tests/train/test_grpo.py::test_the_data_weight_adds_the_flow_objective_on_the_training_batch",),
+    ),
+    Mutant(
+        "DGRPO1",
+        "the duration policy's log-probability with the wrong sign: the lengths that scored better are moved from",
+        "f5lite/train/duration_grpo.py",
+        "        log_prob = (-((drawn - mean[:, None]) ** 2) / (2 * variance)).view(-1)\n",
+        "        log_prob = (((drawn - mean[:, None]) ** 2) / (2 * variance)).view(-1)\n",
+        ("tests/train/test_duration_grpo.py",),
+    ),
+    Mutant(
+        "DGRPO2",
+        "the duration policy without its KL term: nothing holds the predictor near the one it started from",
+        "f5lite/train/duration_grpo.py",
+        "        kl = ((mean - mean_ref) ** 2 / (2 * variance)).repeat_interleave(s.group)\n",
+        "        kl = (0 * mean).repeat_interleave(s.group)\n",
+        ("tests/train/test_duration_grpo.py",),
+    ),
+    Mutant(
+        "DGRPO3",
+        "the duration policy's takes each start from their own noise: a group's rewards differ by more than length",
+        "f5lite/train/duration_grpo.py",
+        "noise=starts.repeat_interleave(drawn.shape[1], 0)",
+        "noise=torch.randn_like(starts.repeat_interleave(drawn.shape[1], 0))",
+        ("tests/train/test_duration_grpo.py",),
     ),
     Mutant(
         "control",

@@ -3,6 +3,7 @@
 from f5lite.config.compose import compose_config, config_to_yaml
 from f5lite.config.model import MODEL_SCHEMAS, DiTConfig, MMDiTConfig, ModelConfig, UNetTConfig
 from f5lite.config.schema import (
+    PREDICTOR_ONLY,
     ACConfig,
     CkptConfig,
     DataConfig,
@@ -20,6 +21,7 @@ from f5lite.config.schema import (
 
 __all__ = [
     "MODEL_SCHEMAS",
+    "PREDICTOR_ONLY",
     "ACConfig",
     "CkptConfig",
     "DataConfig",

@@ -33,8 +33,10 @@ EMA_DEVICES = ("same", "cpu")
 """`ema.device`."""
 LOGGERS = ("none", "tensorboard", "wandb")
 """`logger.backend`."""
-DURATION_TRAINING = ("none", "alongside", "alone")
+DURATION_TRAINING = ("none", "alongside", "alone", "grpo")
 """`duration.train`."""
+PREDICTOR_ONLY = ("alone", "grpo")
+"""The `duration.train` settings whose run trains the duration predictor and no flow model."""
 LORA_EXPORTS = ("merged", "adapter")
 """`finetune.lora.export`."""
 BEST_VAL_METRICS = ("val/loss", "val/loss_online")
@@ -439,7 +441,9 @@ class DurationConfig:
     """`none`; `alongside`: one predictor update on every flow update's batches (its own optimizer; checkpointed and
     exported with the model); `alone`: train only the predictor, from the text, length and speaker of each utterance
     (no audio is read); its export is a predictor directory that `f5lite-infer duration=DIR` uses with any model of
-    the same vocab."""
+    the same vocab; `grpo`: train only the predictor, by RL (`f5lite.train.duration_grpo`): the lengths it picks are
+    rewarded by `grpo.rewards` of what `init.weights` says in them, starting from `duration.init`; exported as
+    `alone`'s."""
     dim: int = 64
     """Width of the token embedding and of the blocks."""
     depth: int = 3
@@ -449,6 +453,13 @@ class DurationConfig:
     lr: float = 2.0e-3
     """Peak learning rate of the predictor's AdamW (betas, eps and weight decay are `optim`'s); the warm-up and the
     linear decay follow `optim.warmup_updates` and `optim.max_updates`."""
+    init: str | None = None
+    """The predictor to start from, with `duration.train=alone` (fine-tuning one) or `grpo` (which needs one, and
+    holds the policy near it by `grpo.kl`): a predictor directory (an `alone` run's export) or an export that holds
+    one, of the data's vocab. null: `alone` starts from fresh weights."""
+    spread: float = 0.1
+    """`duration.train=grpo` only: the standard deviation of the log-length the policy draws around the predictor's
+    estimate (0.1: a group's takes mostly within 10 % of it)."""
 
     def __post_init__(self) -> None:
         check_choice("duration.train", self.train, DURATION_TRAINING)
@@ -458,6 +469,12 @@ class DurationConfig:
             raise ValueError(f"duration.kernel_size={self.kernel_size!r} is not valid; it must be an odd number >= 1")
         if not self.lr > 0:
             raise ValueError(f"duration.lr={self.lr!r} is not valid; it must be > 0")
+        check_range("duration.spread", self.spread, 1e-3, 1.0)
+        if self.init is not None and self.train not in PREDICTOR_ONLY:
+            raise ValueError(
+                f"duration.init={self.init!r} with duration.train={self.train}: only a run that trains the predictor "
+                "alone starts from one (duration.train=alone or grpo)"
+            )
 
 
 @dataclass
@@ -679,7 +696,7 @@ class TrainConfig:
         self._check_evaluation()
         if self.distill.teacher and (self.finetune.lora.rank or self.duration.train != "none"):
             raise ValueError("distill.teacher trains a student: turn off finetune.lora.rank and duration.train")
-        if self.grpo.prompts:
+        if self.grpo.prompts and self.duration.train != "grpo":
             self._check_grpo()
         if self.finetune.lora.rank and self.init.weights is None:
             raise ValueError("finetune.lora.rank is set but init.weights is not: LoRA adapts pretrained weights")

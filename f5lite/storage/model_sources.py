@@ -26,7 +26,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import nn
 
-from f5lite.config import MODEL_SCHEMAS, ModelConfig, TrainConfig
+from f5lite.config import MODEL_SCHEMAS, PREDICTOR_ONLY, ModelConfig, TrainConfig
 from f5lite.config.compose import compose_config
 from f5lite.models import CheckpointError, build_backbone_from_config, load_backbone_weights, load_f5tts_state_dict
 from f5lite.models.checkpoint import PREFIX
@@ -216,9 +216,9 @@ def run_backbone(cfg: TrainConfig, backbone: nn.Module) -> nn.Module:
 
 def _load_run(root: Path, step: int | None) -> LoadedSource:
     cfg = load_run_config(root)
-    if cfg.duration.train == "alone":
+    if cfg.duration.train in PREDICTOR_ONLY:
         raise ValueError(
-            f"{root} trained only a duration predictor (duration.train=alone): give a model, and this run's export "
+            f"{root} trained only a duration predictor (duration.train={cfg.duration.train}): give a model, and this run's export "
             f"as duration={root / 'export'}"
         )
     ckpt = run_checkpoint(root, step)

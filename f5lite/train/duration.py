@@ -26,7 +26,7 @@ from f5lite.data.testset import read_testset
 from f5lite.eval.duration import DurationCase, duration_cases, duration_errors
 from f5lite.infer.duration import DurationEstimator
 from f5lite.models.duration import DurationPredictor, duration_loss
-from f5lite.storage.duration_files import LoadedDuration
+from f5lite.storage.duration_files import DurationFileError, LoadedDuration, load_duration
 from f5lite.storage.store import DURATION_OPTIMIZER, DURATION_TENSORS, DURATION_UPDATES
 from f5lite.storage.tree import flatten, unflatten
 from f5lite.text import TextEncoder
@@ -104,6 +104,21 @@ class DurationTraining:
         self.applied += finite.long()
         return finite
 
+    def start_from(self, predictor: DurationPredictor) -> None:
+        """Copy a trained predictor's weights into this one (`duration.init`; a resume then overwrites them).
+
+        Raises:
+            ValueError: its shapes are not what `duration.*` builds (one line).
+        """
+        try:
+            self.predictor.load_state_dict(predictor.state_dict())
+        except RuntimeError:
+            arch = self.cfg.duration
+            raise ValueError(
+                f"duration.init's predictor does not fit duration.dim={arch.dim} depth={arch.depth} "
+                f"kernel_size={arch.kernel_size}; give the settings it was trained with"
+            ) from None
+
     def state(self) -> tuple[dict[str, dict[str, Tensor]], dict[str, Any]]:
         """The predictor's part of a checkpoint: tensor groups and metadata."""
         skeleton, tensors = flatten(self.optimizer.state_dict(), prefix=DURATION_OPTIMIZER)
@@ -126,6 +141,20 @@ class DurationTraining:
             ) from None
         self.optimizer.load_state_dict(unflatten(meta[DURATION_OPTIMIZER], groups[DURATION_OPTIMIZER]))
         self.applied.fill_(int(meta[DURATION_UPDATES]))
+
+
+def load_start(cfg: TrainConfig, encoder: TextEncoder, device: torch.device) -> DurationPredictor:
+    """The predictor of `duration.init`, frozen, on `device`.
+
+    Raises:
+        ValueError: it cannot be read, or was trained on another tokenizer or vocab than `encoder`'s (one line).
+    """
+    assert cfg.duration.init is not None
+    try:
+        loaded = load_duration(cfg.duration.init, tokenizer=encoder.tokenizer, vocab=encoder.vocab)
+    except DurationFileError as err:
+        raise ValueError(f"duration.init: {err}") from None
+    return loaded.predictor.to(device).eval().requires_grad_(False)
 
 
 def load_duration_cases(cfg: TrainConfig) -> list[DurationCase]:

@@ -1,4 +1,4 @@
-"""Training the duration predictor alone (`duration.train=alone`, `+recipe=duration_small`).
+"""Training the duration predictor alone (`duration.train=alone`, `+recipe=duration_small`; or by RL, `grpo`).
 
 The data is read as for the flow model (every source `data.dir` takes, the same frame-budget batches) but without
 audio: each batch holds text ids, mel lengths and speakers (`build_train_data(audio=False)`), so an epoch of even a
@@ -8,6 +8,9 @@ the last checkpoint was), a checkpoint of the last update on SIGTERM/SIGINT, and
 `RUN_DIR/export`, which holds only the predictor (`f5lite.storage.duration_files`): `f5lite-infer duration=RUN_DIR/export`
 uses it with any model. With `eval.every`, the median relative duration error of the predictor and of the byte
 rule on the held-out test set (`val/duration_error`, `val/duration_error_rule`) is logged.
+
+`duration.train=grpo` runs the same way with RL in the supervised loss's place (`f5lite.train.duration_grpo`): its
+updates draw prompts rather than batches, and the log adds their mean rewards (`reward`, `reward_wer`, ...).
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from f5lite.storage.lock import RunLock
 from f5lite.storage.rundir import CHECKPOINTS, EXPORT, LOGS, check_run_dir, identity_hash, write_run_files
 from f5lite.storage.store import DURATION_OPTIMIZER, DURATION_TENSORS, Checkpoint, CheckpointStore
 from f5lite.text.vocab import vocab_hash
-from f5lite.train.duration import DurationTraining, load_duration_cases, validation_errors
+from f5lite.train.duration import DurationTraining, load_duration_cases, load_start, validation_errors
+from f5lite.train.duration_grpo import DurationGrpo, check_inputs, make_duration_grpo
 from f5lite.train.evaluation import validation_due
 from f5lite.train.export import export_run
 from f5lite.train.lifecycle import close_launch, stop_after_checkpoint
 from f5lite.train.loggers import MetricLogger, make_logger
 from f5lite.train.ranks import agree, any_rank, broadcast_tensors, distributed
+from f5lite.train.seeding import seed_step
 from f5lite.train.signals import StopRequest
 from f5lite.train.trainer import make_accelerator
 
@@ -53,6 +58,8 @@ class DurationRun:
 
     def __init__(self, cfg: TrainConfig, accelerator: Accelerator | None = None) -> None:
         self.cfg = cfg
+        if cfg.duration.train == "grpo":
+            check_inputs(cfg)
         self.acc = accelerator or make_accelerator(cfg)
         self.device = self.acc.device
         self.main = self.acc.is_main_process
@@ -68,6 +75,12 @@ class DurationRun:
             agree(self.main, lambda: check_run_dir(self.run_dir, cfg, vocab))
             reduce = (lambda t: self.acc.reduce(t, reduction="mean")) if distributed() else None
             self.training = DurationTraining(cfg, self.data.encoder.num_embeds, self.device, reduce)
+            self.objective: DurationGrpo | None = None
+            if cfg.duration.init is not None:  # before `_resume`, whose checkpoint has the last word
+                start = load_start(cfg, self.data.encoder, self.device)
+                self.training.start_from(start)
+                if cfg.duration.train == "grpo":
+                    self.objective = make_duration_grpo(cfg, self.training.predictor, start, self.data.encoder)
             self.cases = agree(self.main, lambda: load_duration_cases(cfg) if cfg.eval.every else [])
             self.store = CheckpointStore(self.run_dir / CHECKPOINTS, cfg.ckpt.keep_last, cfg.ckpt.async_save, self.main)
             self.update = 0
@@ -158,8 +171,11 @@ class DurationRun:
             batches = self._batches()
             last = cfg.optim.max_updates if until is None else min(until, cfg.optim.max_updates)
             while self.update < last:
-                batch = next(batches).to(self.device)
-                window += self.training.backward(batch)
+                if self.objective is None:
+                    window += self.training.backward(next(batches).to(self.device))
+                else:  # RL draws its own prompts; the update's generator makes a resumed run draw the same
+                    rank = self.acc.process_index
+                    window += self.objective.backward(seed_step(cfg.seed, self.update, rank, 0, self.device))
                 self.training.step()
                 self.update += 1
                 window_updates += 1
@@ -167,7 +183,8 @@ class DurationRun:
                 if self.update % cfg.logger.every == 0 or self.update == cfg.optim.max_updates:
                     loss = float(window.item()) / window_updates
                     bar.set_postfix(loss=f"{loss:.4f}")
-                    logger.log({"duration_loss": loss}, self.update)
+                    rewards = self.objective.take_window() if self.objective is not None else {}
+                    logger.log({"duration_loss": loss, **rewards}, self.update)
                     window.zero_()
                     window_updates = 0
                     self.lock.heartbeat()

@@ -24,7 +24,7 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from f5lite.atomic import atomic_directory
-from f5lite.config import TrainConfig
+from f5lite.config import PREDICTOR_ONLY, TrainConfig
 from f5lite.models import backbone_kwargs, to_f5tts_layout
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.storage.duration_files import has_duration, save_duration
@@ -86,7 +86,7 @@ def export_run(
         if step is not None:
             raise ValueError("give --step or --best, not both")
         step = CheckpointStore(root / CHECKPOINTS, writer=False).best_step(cfg.ckpt.best_metric)
-    if cfg.duration.train == "alone":
+    if cfg.duration.train in PREDICTOR_ONLY:
         if fmt != "f5lite":
             raise ValueError(f"{root} trained only a duration predictor, which has no {fmt} format")
         return _export_duration(root, Path(out), step)
@@ -140,7 +140,7 @@ def _is_previous_export(directory: Path) -> bool:
 
 
 def _export_duration(root: Path, out: Path, step: int | None) -> Path:
-    """A `duration.train=alone` run: its predictor, in a directory of its own with the run's vocab."""
+    """A `duration.train=alone` (or `grpo`) run: its predictor, in a directory of its own with the run's vocab."""
     cfg = load_run_config(root)
     vocab = load_vocab(root / VOCAB_FILE) if (root / VOCAB_FILE).is_file() else None
     duration = run_duration(root, cfg, run_checkpoint(root, step), vocab)

@@ -55,6 +55,29 @@ def test_both_arms_share_the_learning_rate_ema_and_start_and_only_grpo_gets_prom
     assert not any(key.startswith("grpo.") for key in plain)
 
 
+def test_with_a_predictor_the_arms_train_it_from_there_and_each_is_scored_with_the_start_s_model(
+    tmp_path: Path,
+) -> None:
+    start, predictor = tmp_path / "export", tmp_path / "predictor"
+    start.mkdir()
+    (start / "config.json").write_text(json.dumps({"tokenizer": "ipa"}))
+    args = bench.parse_args(["--start", str(start), "--duration", str(predictor), "--corpus", str(tmp_path),
+                             "--lr", "3e-4"])  # fmt: skip
+    grpo, plain = bench.arm_settings("grpo", args), bench.arm_settings("finetune", args)
+    shared = [f"duration.init={predictor}", "duration.lr=0.0003", "data.tokenizer=ipa", "eval.every=0"]
+    assert all(key in grpo and key in plain for key in shared)
+    assert f"init.weights={start}" in grpo and f"grpo.prompts={tmp_path / 'rl' / 'prompts.txt'}" in grpo
+    assert not any(key.startswith(("grpo.", "init.", "optim.lr")) for key in plain)
+    for name in bench.ARMS:
+        (tmp_path / "work" / "exports" / name).mkdir(parents=True)  # exported before: not exported again
+    arms = [bench.Arm(name=n, run_dir=str(tmp_path / n), recipe="", corpus="", overrides=[]) for n in bench.ARMS]
+    models = bench.model_keys(arms, start, predictor, tmp_path / "work")
+    assert models == {
+        "start": [f"model={start}", f"duration={predictor}"],
+        **{n: [f"model={start}", f"duration={tmp_path / 'work' / 'exports' / n}"] for n in bench.ARMS},
+    }
+
+
 def test_a_folder_scored_before_is_scored_again_not_read_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The start's scores of an earlier run (30 rows) copied into a run asked for 100: f5lite-eval runs again (it
     # keeps the rows it has and scores the rest), so the start is scored on the arms' rows, not read from before.
@@ -72,5 +95,5 @@ def test_a_folder_scored_before_is_scored_again_not_read_stale(tmp_path: Path, m
     # Patched where `evaluate` looks it up: another test may have loaded bench_speaks again since bench_reward
     # imported it, so the module now under that name in sys.modules need not be the one `evaluate` runs in.
     monkeypatch.setitem(bench.evaluate.__globals__, "_run", f5lite_eval)
-    scores = bench.score({"start": tmp_path / "export"}, tmp_path, tmp_path, [0], limit=100, jobs=1)
+    scores = bench.score({"start": [f"model={tmp_path / 'export'}"]}, tmp_path, tmp_path, [0], limit=100, jobs=1)
     assert len(calls) == 1 and scores["start"][0]["wer"] == pytest.approx(0.1)

@@ -1,0 +1,239 @@
+"""RL of the duration predictor (`duration.train=grpo`): the length it picks, rewarded by what is said in it.
+
+DMOSpeech 2's idea on f5lite's parts: the flow model is left as it is and only the predictor learns, from the word
+error and voice of the speech its lengths give. The predictor is made a policy over each prompt's length: the log of
+the generated frames is drawn from a Gaussian around its estimate (`log_lengths`: the reference's frames at the
+reference's rate, as `f5lite.sampling.predicted_duration` sizes speech at inference) with a fixed spread
+`duration.spread`. A Gaussian over one number has an exact log-probability and an exact KL divergence, so nothing
+here is an estimate.
+
+One update, on each rank (inside `f5lite.train.duration_run`, which keeps checkpoints, exact resume and the export):
+1. Draw `grpo.prompts_per_update` prompts of `grpo.prompts` with the update's generator, laid out as inference does.
+2. Draw `grpo.group` lengths per prompt; the frozen flow model of `init.weights` speaks each, from one start (noise)
+   per group, with the inference sampler (`grpo.steps`, `grpo.cfg_strength`, `sample.schedule`, `sample.sway`),
+   so a group's takes differ only by their length.
+3. Vocode and score the takes (`grpo.rewards`); each take's advantage is its reward against its group's
+   (`group_advantages`; `grpo.advantages=positive` keeps only those above 0).
+4. GRPO's loss on each length's log-probability, plus `grpo.kl` times the KL divergence from the starting predictor
+   (`duration.init`), for two Gaussians of one spread `(mu - mu_ref)^2 / (2 spread^2)`.
+
+`grpo.likelihood`, `grpo.train_steps`, `grpo.noise_level` and `grpo.data_weight` are the flow model's and are not
+read here. The flow model's takes are drawn without gradient; only the predictor's two passes (reference
+transcript, prompt text) are differentiated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from f5lite.audio.mel import samples_for_frames
+from f5lite.config import TrainConfig
+from f5lite.infer.plan import Piece
+from f5lite.infer.synthesizer import Synthesizer
+from f5lite.models.duration import DurationPredictor
+from f5lite.sampling import effective_durations, sample
+from f5lite.text import TextEncoder
+from f5lite.text.vocab import vocab_hash
+from f5lite.train.evaluation import load_run_vocoder
+from f5lite.train.grpo import group_advantages, grpo_loss, load_prompts
+from f5lite.train.rewards import Rewards
+
+
+def log_lengths(predictor: DurationPredictor, encoder: TextEncoder, pieces: Sequence[Piece]) -> Tensor:
+    """The log of the generated frames the predictor gives each piece (its mean length at inference, unrounded).
+
+    Args:
+        predictor: the predictor.
+        encoder: its text encoder.
+        pieces: the prompts, laid out.
+
+    Returns:
+        `[len(pieces)]` float32: `log(ref_frames) + log_frames(text) - log_frames(reference transcript)`.
+    """
+    device = next(predictor.parameters()).device
+    # Stripped, as `DurationEstimator` does: the predictor learned from transcripts, not sentence-ended references.
+    texts = [t for piece in pieces for t in (piece.reference.text.strip(), piece.text.strip())]
+    log_frames = predictor(encoder.encode(texts).ids.to(device)).view(-1, 2)
+    ref_frames = torch.tensor([float(piece.reference.mel.shape[0]) for piece in pieces], device=device)
+    return ref_frames.log() + log_frames[:, 1] - log_frames[:, 0]
+
+
+class DurationGrpo:
+    """The GRPO objective of a duration predictor (module docstring).
+
+    Args:
+        predictor: the predictor being trained (its starting weights loaded).
+        reference: the starting predictor, frozen, which the KL term holds the policy near.
+        encoder: the text encoder of both predictors' ids.
+        synthesizer: the frozen flow model that speaks, and its vocoder.
+        rewards: the loaded reward backends.
+        cfg: the run's config (`grpo`, `duration.spread`, `sample`).
+
+    Raises:
+        ValueError: `grpo.prompts` cannot be laid out.
+    """
+
+    def __init__(
+        self, predictor: DurationPredictor, reference: DurationPredictor, encoder: TextEncoder,
+        synthesizer: Synthesizer, rewards: Rewards, cfg: TrainConfig,
+    ) -> None:  # fmt: skip
+        self.predictor = predictor
+        self.reference = reference
+        self.encoder = encoder
+        self.synthesizer = synthesizer
+        self.rewards = rewards
+        self.settings = cfg.grpo
+        self.spread = cfg.duration.spread
+        self.options = dataclasses.replace(
+            cfg.sample.sampler_options(), steps=cfg.grpo.steps, cfg_strength=cfg.grpo.cfg_strength
+        )
+        self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer)
+        self._window: list[Tensor] = []
+
+    def backward(self, generator: torch.Generator) -> Tensor:
+        """Roll out one update's groups and accumulate the gradient of their loss into the predictor.
+
+        Args:
+            generator: the update's randomness, on the predictor's device.
+
+        Returns:
+            The loss, a 0-d float32 tensor (detached).
+        """
+        s = self.settings
+        device = generator.device
+        picked = torch.randint(len(self.pieces), (s.prompts_per_update,), generator=generator, device=device)
+        prompts = [self.pieces[i] for i in picked.tolist()]
+        with torch.autocast(device.type, enabled=False):  # a log of a sum over tokens: float32
+            mean = log_lengths(self.predictor, self.encoder, prompts)
+            with torch.no_grad():
+                mean_ref = log_lengths(self.reference, self.encoder, prompts)
+        noise = torch.randn((len(prompts), s.group), device=device, generator=generator)
+        drawn = mean.detach()[:, None] + self.spread * noise
+        terms = self.rollout(prompts, drawn, generator)
+        total = self.rewards.total(terms)
+        shift = (mean - mean_ref).detach().mean().cpu()
+        self._window.append(torch.cat((torch.cat((total[:, None], terms), dim=1).mean(dim=0), shift[None])))
+        advantages = group_advantages(total.view(len(prompts), s.group)).view(-1).to(device)
+        if s.advantages == "positive":
+            advantages = advantages.clamp(min=0.0)
+        variance = self.spread**2
+        log_prob = (-((drawn - mean[:, None]) ** 2) / (2 * variance)).view(-1)
+        kl = ((mean - mean_ref) ** 2 / (2 * variance)).repeat_interleave(s.group)
+        loss = grpo_loss(log_prob, advantages, kl, s.kl)
+        loss.backward()
+        return loss.detach()
+
+    def rollout(self, prompts: Sequence[Piece], drawn: Tensor, generator: torch.Generator) -> Tensor:
+        """Speak each prompt at each of its drawn lengths and score the takes.
+
+        Args:
+            prompts: the prompts, laid out.
+            drawn: the log generated frames of each take `[prompts, group]`.
+            generator: the starts' generator, on the training device.
+
+        Returns:
+            Each take's reward terms `[prompts * group, len(Rewards.names)]`, on the CPU, each group's together.
+        """
+        synth = self.synthesizer
+        pieces = [
+            self._sized(piece, float(log_frames))
+            for piece, row in zip(prompts, drawn, strict=True)
+            for log_frames in row
+        ]
+        cond, ids, durations, lens = synth.inputs(pieces)
+        frames = int(effective_durations(durations, ids, lens).max())
+        # One start per group: a group's takes then differ by their length alone (as the flow model's GRPO does).
+        starts = torch.randn((len(prompts), frames, cond.shape[-1]), device=cond.device, generator=generator)
+        mel = sample(
+            synth.backbone,
+            cond,
+            ids,
+            durations,
+            self.options,
+            lens=lens,
+            noise=starts.repeat_interleave(drawn.shape[1], 0),
+        )
+        with torch.autocast(cond.device.type, enabled=False):  # the vocoder and the reward models as at inference
+            waves = synth.decode(mel, pieces)
+            return self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
+
+    def _sized(self, piece: Piece, log_frames: float) -> Piece:
+        """`piece` to be spoken in `exp(log_frames)` generated frames (at least one, and the model's lower bound)."""
+        ref = piece.reference.mel.shape[0]
+        total = ref + max(1, round(math.exp(log_frames)))
+        ids = self.synthesizer.encoder.encode([piece.reference.text + piece.text]).ids
+        total = int(effective_durations(torch.tensor([total]), ids, torch.tensor([ref]))[0])
+        return dataclasses.replace(
+            piece, frames=total, samples=samples_for_frames(total - ref, self.synthesizer.mel_type)
+        )
+
+    def take_window(self) -> dict[str, float]:
+        """The means of the updates since the last call (the run's log), then forget them.
+
+        `reward`, its terms, and `length_shift`: the policy's mean log-length less the starting predictor's (+0.05 is
+        speech about 5 % longer).
+        """
+        if not self._window:
+            return {}
+        means = torch.stack(self._window).mean(dim=0).tolist()
+        self._window = []
+        names = ["reward", *(f"reward_{name}" for name in self.rewards.names), "length_shift"]
+        return dict(zip(names, means, strict=True))
+
+
+def check_inputs(cfg: TrainConfig) -> None:
+    """What a `duration.train=grpo` run needs besides its recipe (checked before the run directory is touched).
+
+    Raises:
+        ValueError: `duration.init`, `init.weights` or `grpo.prompts` is not given (one line).
+    """
+    missing = [key for key, value in (("duration.init", cfg.duration.init), ("init.weights", cfg.init.weights),
+                                      ("grpo.prompts", cfg.grpo.prompts)) if not value]  # fmt: skip
+    if missing:
+        raise ValueError(
+            f"duration.train=grpo needs {' and '.join(missing)}: the predictor it starts from (duration.init), the "
+            "model that speaks its lengths (init.weights, not trained) and what it says (grpo.prompts)"
+        )
+
+
+def make_duration_grpo(
+    cfg: TrainConfig, predictor: DurationPredictor, reference: DurationPredictor, encoder: TextEncoder
+) -> DurationGrpo:
+    """The objective of a `duration.train=grpo` run: the flow model that speaks, its vocoder, rewards and prompts.
+
+    Args:
+        cfg: the run's config.
+        predictor: the run's predictor, `reference`'s weights loaded.
+        reference: the starting predictor (`f5lite.train.duration.load_start`), frozen, on the training device.
+        encoder: the run's text encoder (its data's vocab, which must be `init.weights`').
+
+    Raises:
+        ValueError: `init.weights`, the vocoder, a reward backend or the prompts cannot be used, or the model reads
+            other text ids than the data (one line).
+    """
+    assert cfg.init.weights is not None
+    device = next(predictor.parameters()).device
+    try:
+        synth = Synthesizer.from_pretrained(
+            cfg.init.weights,
+            load_run_vocoder(cfg, device),
+            device=device,
+            dtype="fp32",
+            compile=False,
+            duration="rule",
+            threads=torch.get_num_threads() if device.type == "cpu" else None,
+        )  # fmt: skip  (the run's threads are left as they are)
+    except (ValueError, OSError) as err:
+        raise ValueError(f"init.weights: {err}") from None
+    synth.backbone.eval().requires_grad_(False)
+    if synth.encoder.tokenizer != encoder.tokenizer or vocab_hash(synth.encoder.vocab) != vocab_hash(encoder.vocab):
+        raise ValueError(
+            f"init.weights ({cfg.init.weights}) reads other text ids than data.dir: give the data and data.tokenizer "
+            "it was trained with"
+        )
+    return DurationGrpo(predictor, reference, encoder, synth, Rewards(cfg, device), cfg)
