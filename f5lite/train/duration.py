@@ -110,14 +110,7 @@ class DurationTraining:
         Raises:
             ValueError: its shapes are not what `duration.*` builds (one line).
         """
-        try:
-            self.predictor.load_state_dict(predictor.state_dict())
-        except RuntimeError:
-            arch = self.cfg.duration
-            raise ValueError(
-                f"duration.init's predictor does not fit duration.dim={arch.dim} depth={arch.depth} "
-                f"kernel_size={arch.kernel_size}; give the settings it was trained with"
-            ) from None
+        self._load_weights(predictor.state_dict(), "duration.init's predictor", "give the settings it was trained with")
 
     def state(self) -> tuple[dict[str, dict[str, Tensor]], dict[str, Any]]:
         """The predictor's part of a checkpoint: tensor groups and metadata."""
@@ -131,16 +124,24 @@ class DurationTraining:
         Raises:
             ValueError: the checkpoint's predictor has other shapes than `duration.*` builds (one line).
         """
+        self._load_weights(
+            groups[DURATION_TENSORS],
+            "the checkpoint's duration predictor",
+            "resume with the settings it was trained with",
+        )
+        self.optimizer.load_state_dict(unflatten(meta[DURATION_OPTIMIZER], groups[DURATION_OPTIMIZER]))
+        self.applied.fill_(int(meta[DURATION_UPDATES]))
+
+    def _load_weights(self, state: dict[str, Tensor], what: str, remedy: str) -> None:
+        """Load `state` into the predictor; shapes other than `duration.*` builds are one line naming `what`."""
         try:
-            self.predictor.load_state_dict(groups[DURATION_TENSORS])
+            self.predictor.load_state_dict(state)
         except RuntimeError:
             arch = self.cfg.duration
             raise ValueError(
-                f"the checkpoint's duration predictor does not fit duration.dim={arch.dim} depth={arch.depth} "
-                f"kernel_size={arch.kernel_size}; resume with the settings it was trained with"
+                f"{what} does not fit duration.dim={arch.dim} depth={arch.depth} kernel_size={arch.kernel_size}; "
+                f"{remedy}"
             ) from None
-        self.optimizer.load_state_dict(unflatten(meta[DURATION_OPTIMIZER], groups[DURATION_OPTIMIZER]))
-        self.applied.fill_(int(meta[DURATION_UPDATES]))
 
 
 def load_start(cfg: TrainConfig, encoder: TextEncoder, device: torch.device) -> DurationPredictor:

@@ -178,12 +178,8 @@ class DurationGrpo:
         `reward`, its terms, and `length_shift`: the policy's mean log-length less the starting predictor's (+0.05 is
         speech about 5 % longer).
         """
-        if not self._window:
-            return {}
-        means = torch.stack(self._window).mean(dim=0).tolist()
-        self._window = []
-        names = ["reward", *(f"reward_{name}" for name in self.rewards.names), "length_shift"]
-        return dict(zip(names, means, strict=True))
+        window, self._window = self._window, []
+        return self.rewards.window(window, "length_shift")
 
 
 def check_inputs(cfg: TrainConfig) -> None:

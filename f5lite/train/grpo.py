@@ -306,12 +306,8 @@ class Grpo(nn.Module):
 
     def take_window(self) -> dict[str, float]:
         """The mean reward and terms of the updates since the last call (the trainer's log), then forget them."""
-        if not self._window:
-            return {}
-        means = torch.stack(self._window).mean(dim=0).tolist()
-        self._window = []
-        names = ["reward", *(f"reward_{name}" for name in self.rewards.names)]
-        return dict(zip(names, means, strict=True))
+        window, self._window = self._window, []
+        return self.rewards.window(window)
 
 
 def make_grpo(cfg: TrainConfig, backbone: nn.Module, encoder: TextEncoder, device: torch.device) -> Grpo:

@@ -66,6 +66,21 @@ class Rewards:
             rows.append([self._term(metric, item) for metric in self.metrics])
         return torch.tensor(rows, dtype=torch.float32)
 
+    def window(self, updates: list[Tensor], *extra: str) -> dict[str, float]:
+        """The log of a window of updates: the mean over `updates` of each one's `[reward, *terms, *extra]`.
+
+        Args:
+            updates: per update, its mean total, its mean terms (in `names` order), then one value per `extra` name.
+            extra: names of what follows the terms (empty for the flow model's GRPO).
+
+        Returns:
+            `{"reward": ..., "reward_<name>": ..., *extra}`; empty when `updates` is.
+        """
+        if not updates:
+            return {}
+        keys = ["reward", *(f"reward_{name}" for name in self.names), *extra]
+        return dict(zip(keys, torch.stack(updates).mean(dim=0).tolist(), strict=True))
+
     def total(self, terms: Tensor) -> Tensor:
         """The weighted sum of `terms` `[clips, len(names)]`: `[clips]`."""
         return (terms * self.weights).sum(dim=1)  # not a matmul: autocast would take it to half precision
