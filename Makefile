@@ -82,6 +82,13 @@ test-browser: $(STAMP) ## Open an f5lite-eval report and drive f5lite-studio in 
 	@scripts/apt_install.sh $(CHROMIUM) chromium $(CHROMIUM_LOG) fail test-browser
 	F5LITE_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -m slow $(BROWSER_TESTS) -s $(PYTEST_FLAGS)
 
+# The README's pictures of the studio: its browser test, whose screenshots (kept in build/test-artifacts/) then also
+# replace docs/images/studio-*.png (tracked; commit them when the page changed on purpose). A plain test run does not.
+.PHONY: docs-screenshots
+docs-screenshots: $(STAMP) ## Drive f5lite-studio in headless Chromium and copy its screenshots into docs/images/ (the README's pictures)
+	@scripts/apt_install.sh $(CHROMIUM) chromium $(CHROMIUM_LOG) fail docs-screenshots
+	F5LITE_REQUIRE_BROWSER=1 F5LITE_DOCS_SCREENSHOTS=1 $(BIN)/python -m pytest -m slow tests/studio/test_browser.py -s $(PYTEST_FLAGS)
+
 test-mutants: $(STAMP) ## Plant known bugs in a copy of the package; check the tests catch each (slow: minutes)
 	$(BIN)/python scripts/mutants.py
 

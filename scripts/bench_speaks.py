@@ -101,10 +101,12 @@ def f5lite_command(arm: Arm) -> list[str]:
 def f5tts_command(arm: Arm, work: Path) -> list[str]:
     """F5-TTS's `Trainer` through `compare_f5tts_run.py`'s child, on F5-TTS's format of the corpus's clips."""
     sys.path.insert(0, str(SCRIPTS))
+    import torch
     from compare_f5tts_run import demo_clips, f5tts_batches, write_f5tts_dataset
 
     from f5lite.config import compose_config
     from f5lite.models import backbone_kwargs
+    from f5lite.train.trainer import choose_precision
 
     cfg = compose_config([f"+recipe={arm.recipe}", *arm.overrides])
     corpus = Path(arm.corpus)
@@ -115,11 +117,13 @@ def f5tts_command(arm: Arm, work: Path) -> list[str]:
     for key in ("text_num_embeds", "mel_dim", "text_fit"):  # the vocab size comes from vocab.txt, as in train.py
         model.pop(key)
     per_epoch = f5tts_batches(durations, cfg.data.frames_per_gpu, cfg.data.max_samples)
+    # F5-TTS runs as its users run it on this CPU: in the precision the CPU computes (`perf.precision=auto`'s choice).
+    precision = choose_precision(cfg.perf.precision, torch.device("cpu")).precision
     spec = {
         "f5tts_data": str(data), "run_dir": arm.run_dir, "model": model, "seed": cfg.seed,
         "epochs": -(-cfg.optim.max_updates // per_epoch), "lr": cfg.optim.lr, "warmup": cfg.optim.warmup_updates,
         "ckpt_every": cfg.ckpt.every, "keep_checkpoints": -1, "frames": cfg.data.frames_per_gpu,
-        "max_samples": cfg.data.max_samples, "precision": cfg.perf.precision, "ema_decay": cfg.ema.decay,
+        "max_samples": cfg.data.max_samples, "precision": precision, "ema_decay": cfg.ema.decay,
         "ema_update_every": cfg.ema.update_every, "ema_update_after": cfg.ema.update_after,
         "workers": max(1, cfg.data.num_workers),  # its DataLoader keeps workers alive, so it needs one
     }  # fmt: skip

@@ -36,6 +36,7 @@ from f5lite.models.cfm import CFM
 from f5lite.storage.store import CheckpointStore
 from f5lite.storage.tree import flatten
 from f5lite.train.setup import build_model, make_optimizer
+from f5lite.train.trainer import choose_precision
 
 PRESETS = {
     "tiny": ["model.dim=64", "model.depth=2", "model.heads=4", "model.dim_head=16", "model.text_dim=32"],
@@ -126,9 +127,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     optimizer = make_optimizer(cfg, backbone, device)
     model = CFM(backbone).train()
     mel, text, lens = synthetic_batch(args.mel_lengths, args.text_lengths, device)
-    bf16 = cfg.perf.precision == "bf16"
+    precision = choose_precision(cfg.perf.precision, device).precision  # `auto` as the trainer resolves it
+    bf16 = precision == "bf16"
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
-    if cfg.perf.precision == "fp16":
+    if precision == "fp16":
         raise SystemExit("bench_train.py: perf.precision=fp16 is not benchmarked (use no or bf16)")
 
     def step(i: int, phases: list[float] | None) -> None:

@@ -9,6 +9,14 @@ only that), refused when its rate is outside `MIN_SAMPLE_RATE` to `MAX_SAMPLE_RA
 `MAX_CHANNELS`, or its declared length over the caller's `max_seconds`; then the samples, `BLOCK_FRAMES` at a time,
 mixed to mono as they come, stopped as soon as they pass `max_seconds` (a header may not know the length, or lie);
 then one resampling (`f5lite.audio.resample`, whose cost does not grow with the rates' ratio).
+
+Writing one (`save_audio`) goes `WRITE_BLOCK_FRAMES` at a time, never the whole waveform in one call: libvorbis,
+inside libsndfile, copies the first write of an Ogg Vorbis stream onto the stack (4 bytes a frame, whatever the
+channels), so one call of 2.1 million frames (87 s at 24 kHz) overflows Linux's 8 MiB main-thread stack and kills
+the process with SIGSEGV, and a thread's smaller stack overflows sooner. FLAC, Ogg Opus, MP3 and WAV have no such
+limit, but take the same blocks. The file is written under a temporary name and renamed into place
+(`f5lite.atomic.atomic_path`), so a failure or a crash leaves the previous file or none, never a half-written one
+that looks whole.
 """
 
 from __future__ import annotations
@@ -18,10 +26,12 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import soundfile as sf
 import torch
 from torch import Tensor
 
+from f5lite.atomic import atomic_path
 from f5lite.audio.constants import SAMPLE_RATE
 from f5lite.audio.resample import resample
 
@@ -35,6 +45,11 @@ MAX_CHANNELS = 8
 """The most channels read (7.1 surround); every channel is decoded before the mix to mono, so each costs."""
 BLOCK_FRAMES = 1 << 16
 """Frames decoded at a time (about 1.4 s at 48 kHz: a few MB at `MAX_CHANNELS`)."""
+WRITE_BLOCK_FRAMES = 1 << 14
+"""Frames handed to libsndfile per write (0.68 s at 24 kHz): the 64 KiB libvorbis puts on the stack for the first
+one (module docstring) fits any thread's stack, where a whole waveform's overflows it from stack size / 4 frames."""
+_WRITE_FORMATS = {".opus": ("OGG", "OPUS"), ".aif": ("AIFF", None)}
+"""libsndfile's format (and default subtype) of the suffixes that are not a format's name (`.ogg` is OGG/Vorbis)."""
 _UNKNOWN_LENGTH = 1 << 62
 """libsndfile reports a length it cannot know (a streamed FLAC's) as the largest count: above this, not a length."""
 
@@ -145,17 +160,23 @@ def _read_mono(audio: sf.SoundFile, name: str, limit: int | None) -> Tensor:
 
 
 def save_audio(path: str | os.PathLike[str], waveform: Tensor, sample_rate: int, subtype: str | None = None) -> None:
-    """Write a waveform to an audio file; the format follows the file extension (.wav, .flac, .ogg, ...).
+    """Write a waveform to an audio file, atomically and in blocks; the format follows the file extension.
+
+    The suffix picks the format: .wav, .flac, .ogg (Vorbis), .opus (Opus in Ogg; 8, 12, 16, 24 or 48 kHz only),
+    .mp3, .aif/.aiff, .au, .caf, .w64, or any other format libsndfile writes under its own name. The samples go to
+    libsndfile `WRITE_BLOCK_FRAMES` at a time, so an output of any length is written (module docstring), into a
+    temporary file that replaces `path` only once it is whole.
 
     Args:
-        path: the file to write; its directory must exist.
+        path: the file to write; its directory must exist. A file there is replaced.
         waveform: `[samples]` (mono) or `[channels, samples]`, any float dtype and device, nominally in [-1, 1].
         sample_rate: sample rate in Hz.
         subtype: a soundfile subtype such as "PCM_16" (the WAV and FLAC default), "PCM_24" or "FLOAT".
             Integer subtypes clip samples to [-1, 1].
 
     Raises:
-        AudioError: the directory does not exist, or soundfile cannot write this format, subtype or rate.
+        AudioError: the directory does not exist, `path` is a directory, the suffix names no format, or soundfile
+            cannot write this format, subtype or rate (or the disk refuses the file); `path` is then left as it was.
         ValueError: `waveform` is not 1-D or 2-D, or `sample_rate` is not positive.
     """
     if sample_rate <= 0:
@@ -165,12 +186,40 @@ def save_audio(path: str | os.PathLike[str], waveform: Tensor, sample_rate: int,
     file = Path(path)
     if not file.parent.is_dir():
         raise AudioError(f"cannot write audio file '{file}': directory '{file.parent}' does not exist")
-    # soundfile wants [samples, channels].
-    data = waveform.detach().to(device="cpu", dtype=torch.float32).numpy().T
+    if file.is_dir():
+        raise AudioError(f"cannot write audio file '{file}': it is a directory")
+    # The temporary file's name does not end in the suffix, so the format is named rather than guessed from it.
+    file_format, default_subtype = _write_format(file)
+    # soundfile wants [samples, channels], C-contiguous so that each block is one slice without a copy.
+    data = np.ascontiguousarray(waveform.detach().to(device="cpu", dtype=torch.float32).numpy().T)
+    channels = 1 if data.ndim == 1 else data.shape[1]
     try:
-        sf.write(file, data, sample_rate, subtype=subtype)
+        with (
+            atomic_path(file) as temporary,
+            sf.SoundFile(
+                temporary, "w", sample_rate, channels, subtype or default_subtype, format=file_format
+            ) as audio,
+        ):
+            for start in range(0, data.shape[0], WRITE_BLOCK_FRAMES):
+                audio.write(data[start : start + WRITE_BLOCK_FRAMES])
     except (sf.SoundFileError, TypeError, ValueError) as err:
         raise AudioError(f"cannot write audio file '{file}': {_reason(err)}") from err
+    except OSError as err:  # the temporary file's flush or rename: a full disk, a read-only directory
+        raise AudioError(f"cannot write audio file '{file}': {err.strerror or err}") from err
+
+
+def _write_format(file: Path) -> tuple[str, str | None]:
+    """The libsndfile format of a file's suffix, and the subtype it takes unless one is asked for."""
+    suffix = file.suffix.lower()
+    if suffix in _WRITE_FORMATS:
+        return _WRITE_FORMATS[suffix]
+    name = suffix[1:].upper()
+    if not name or name not in sf.available_formats():
+        raise AudioError(
+            f"cannot write audio file '{file}': the suffix '{file.suffix}' names no audio format; use .wav, .flac, "
+            ".ogg, .opus or .mp3"
+        )
+    return name, None
 
 
 def _reason(err: Exception) -> str:

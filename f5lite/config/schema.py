@@ -27,8 +27,10 @@ from f5lite.text.tokenizers import check_tokenizer_name
 
 # Choices whose meaning lives in the trainer (which imports this module); every other list is imported from the
 # module that implements the choice.
-PRECISIONS = ("no", "bf16", "fp16")
-"""`perf.precision`: accelerate's mixed-precision names (`no` is float32)."""
+PRECISION_AUTO = "auto"
+"""The `perf.precision` value the trainer resolves at start: bf16 where the device computes it natively, else `no`."""
+PRECISIONS = (PRECISION_AUTO, "no", "bf16", "fp16")
+"""`perf.precision`: `auto`, or one of accelerate's mixed-precision names (`no` is float32)."""
 EMA_DEVICES = ("same", "cpu")
 """`ema.device`."""
 LOGGERS = ("none", "tensorboard", "wandb")
@@ -179,8 +181,12 @@ class ACConfig:
 class PerfConfig:
     """Speed and memory optimizations, applied from outside the model; each one switchable from the command line."""
 
-    precision: str = "bf16"
-    """Mixed precision: `no` (fp32), `bf16`, or `fp16` (the only one that uses a gradient scaler)."""
+    precision: str = PRECISION_AUTO
+    """Mixed precision: `auto`, `no` (fp32), `bf16`, or `fp16` (the only one that uses a gradient scaler). `auto` is
+    resolved once, when the trainer starts, and logged in one line: `bf16` on a CUDA GPU that supports it and on a
+    CPU that computes bf16 natively (AVX-512 BF16 or AMX, and no `ONEDNN_MAX_CPU_ISA` below it; ARM BF16), `no`
+    elsewhere, where bf16 would be emulated (on an AVX2 CPU 5 to 10x slower than fp32 per update). A training run's
+    directory records the resolved value. An explicit `bf16` on a CPU that emulates it runs, with a one-line warning."""
     compile: bool = False
     """Compile each backbone block in place with torch.compile (no `_orig_mod.` keys)."""
     compile_mode: str = "default"
@@ -247,6 +253,8 @@ class PerfConfig:
                 f"perf.compile_scope={self.compile_scope} needs perf.compile=true; set it or leave "
                 "perf.compile_scope=blocks"
             )
+        if self.precision == PRECISION_AUTO:
+            return  # the checks of a resolved precision, last: the trainer's value meets them when it replaces `auto`
         if self.fp8 and self.precision != "bf16":
             # torchao's float8 training is made and tested for bf16 autocast; fp16's loss scaling on top of FP8's
             # own per-tensor scales is not, and fp32 would cast every FP8 result back up for nothing.

@@ -4,8 +4,10 @@
 explicit setting always wins. The rules, from side-by-side measurements (docs/benchmarks.md):
 
 - **dtype**: bf16 weights only where the hardware computes bf16 natively: a CPU with AVX-512 BF16 or AMX
-  (`avx512_bf16` / `amx_bf16` in `/proc/cpuinfo`), an ARM CPU with the `bf16` feature, or a CUDA device that
-  supports bf16. Elsewhere bf16 is emulated, slower than fp32 and less exact (measured on an AVX2 Zen 3), so fp32.
+  (`avx512_bf16` / `amx_bf16` in `/proc/cpuinfo`) and no `ONEDNN_MAX_CPU_ISA` below it, an ARM CPU with the `bf16`
+  feature, or a CUDA device that supports bf16 (`f5lite.models.hardware`, the detector training's
+  `perf.precision=auto` shares). Elsewhere bf16 is emulated, slower than fp32 and less exact (measured on an AVX2
+  Zen 3), so fp32.
 - **compile**: per-block inductor compile (`apply_inference_compile`) costs seconds per new length, which pays back
   only over many backbone calls, and on a CPU without native bf16 it was not shown to pay (fp32 on an AVX2 Zen 3,
   side by side: faster at 7 steps, slower at 32). `auto` compiles where bf16 is native (a CPU with it, or a GPU) once one `synthesize`
@@ -23,22 +25,19 @@ explicit setting always wins. The rules, from side-by-side measurements (docs/be
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import torch
 
 from f5lite.models.dtypes import WEIGHT_DTYPES
+from f5lite.models.hardware import CpuInfo, native_bf16, read_cpu_info
 
 COMPILE_CHOICES = ("auto", "true", "false")
 """Values of `compile` (the config's spelling; the API also takes True and False)."""
 DTYPE_AUTO = "auto"
 """The `dtype` value that lets the machine decide (bf16 where native, else fp32)."""
-NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
-"""CPU flags of native bf16 arithmetic: x86 AVX-512 BF16 and AMX (`flags`), ARMv8.6 BF16 (`Features`)."""
 COMPILE_MIN_CALLS = 200
 """`compile=auto` compiles a `synthesize` call planning at least this many backbone calls (steps x chunks).
 
@@ -46,67 +45,6 @@ An estimate, not a measurement of the break-even: compilation adds 10-20 s to th
 compiles again, dynamically, at the second length), and earlier runs on an AVX512-BF16 CPU measured later calls about
 1.3x faster, about 0.1 s per call of the mid-size DiT, so it pays after some 100-200 calls (28 chunks of 7 steps, 6
 of 32). On the AVX2 CPU of scripts/results/f5tts_sampling_defaults_cpu.md (fp32) it was inconclusive."""
-
-
-@dataclass(frozen=True)
-class CpuInfo:
-    """What the CPU offers inference.
-
-    Attributes:
-        model: the CPU's model name (`/proc/cpuinfo`'s `model name`, else `platform.processor()`).
-        flags: its feature flags (`flags` on x86, `Features` on ARM; empty where unknown).
-        capability: the kernel set torch picked (`torch.backends.cpu.get_cpu_capability()`, e.g. `AVX2`).
-        physical_cores: cores this process may run on, hyper-threads not counted.
-    """
-
-    model: str
-    flags: frozenset[str]
-    capability: str
-    physical_cores: int
-
-    @property
-    def native_bf16(self) -> bool:
-        """Whether the CPU computes bf16 natively (AVX-512 BF16, AMX or ARM BF16)."""
-        return bool(self.flags & NATIVE_BF16_FLAGS)
-
-
-def read_cpu_info(cpuinfo: str | None = None, allowed: set[int] | None = None) -> CpuInfo:
-    """Read the CPU's model, flags and physical cores (from `/proc/cpuinfo` on Linux; a fallback elsewhere).
-
-    Args:
-        cpuinfo: the text of `/proc/cpuinfo` (default: read it, if there is one).
-        allowed: the logical CPUs this process may use (default: its affinity, else all).
-
-    Returns:
-        The CPU's description.
-    """
-    if cpuinfo is None:
-        path = Path("/proc/cpuinfo")
-        cpuinfo = path.read_text(errors="replace") if path.is_file() else ""
-    if allowed is None:
-        allowed = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
-    model, flags, cores = "", set[str](), set[tuple[str, str]]()
-    logical = 0
-    for block in cpuinfo.strip().split("\n\n"):
-        fields = {}
-        for line in block.splitlines():
-            key, _, value = line.partition(":")
-            fields[key.strip()] = value.strip()
-        if "processor" not in fields:
-            continue
-        model = model or fields.get("model name", "")
-        flags |= set(fields.get("flags", fields.get("Features", "")).split())
-        if fields["processor"].isdigit() and int(fields["processor"]) not in allowed:
-            continue
-        logical += 1
-        cores.add((fields.get("physical id", "0"), fields.get("core id", fields["processor"])))
-    physical = len(cores) if cores else len(allowed)
-    return CpuInfo(
-        model=model or platform.processor() or platform.machine() or "unknown CPU",
-        flags=frozenset(flags),
-        capability=torch.backends.cpu.get_cpu_capability(),
-        physical_cores=max(1, min(physical, logical or physical)),
-    )
 
 
 @dataclass(frozen=True)
@@ -205,11 +143,7 @@ def choose_path(
     on_cpu = device.type == "cpu"
     if on_cpu:
         cpu = cpu or read_cpu_info()
-        native = cpu.native_bf16
-        hardware = f"{cpu.model} ({cpu.capability}, {'native' if native else 'no native'} bf16)"
-    else:
-        native = torch.cuda.is_bf16_supported() if cuda_bf16 is None else cuda_bf16
-        hardware = f"({'native' if native else 'no'} bf16)"
+    native, hardware = native_bf16(device, cpu, cuda_bf16)
     if dtype == DTYPE_AUTO:
         dtype = "bf16" if native else "fp32"
         reasons.append("bf16: native bf16" if native else "fp32: bf16 would be emulated")

@@ -9,14 +9,17 @@ punctuation) between characters: no chunk is longer than the budget, so none ask
 A streamed response (`f5lite-serve`, the studio's Speak) has its first piece cut shorter (`split_text` with
 `FIRST_BYTES`): at a clause mark or between words, so that its first audio comes after one short sampler call.
 
-The reference transcript must be a transcript of the clip: one with more than `MAX_REF_CHARS_PER_SECOND` characters
-per second of audio (f5lite-prepare's bound) is refused, since a model generates at least a frame per text token
-and a long text would turn every chunk into minutes of frames.
+The reference transcript must be a transcript of the clip. Its whitespace runs become single spaces when it is
+prepared, and then every character counts, spaces included: one with more than `MAX_REF_CHARS_PER_SECOND` per second
+of audio (f5lite-prepare's bound) is refused, since a model generates at least a frame per text token and a long
+text would turn every chunk into minutes of frames. The same bound holds for the transcript's tokens as the model
+reads them (phonemes can outnumber letters), counted after the characters, so that no huge text is phonemized first.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from f5lite.infer.config import EMPTY_REF_TEXT
 from f5lite.prepare.checks import Limits
@@ -24,7 +27,7 @@ from f5lite.prepare.checks import Limits
 MAX_SECONDS = 22.0
 """Reference plus generated audio per chunk, in seconds (F5-TTS's budget)."""
 MAX_REF_CHARS_PER_SECOND = Limits.max_chars_per_second
-"""The most characters (white space not counted) per second of reference audio in its transcript."""
+"""The most characters, spaces included, or tokens per second of reference audio in its prepared transcript."""
 FIRST_BYTES = 40
 """UTF-8 bytes of the first piece of a streamed text (a few words: about two seconds of English speech)."""
 
@@ -41,19 +44,20 @@ _SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
 def prepare_ref_text(ref_text: str) -> str:
     """End the reference transcript like a sentence, so the generated text starts a new one.
 
-    A transcript that does not end with sentence punctuation gets a full stop ("." after ASCII, "。" after CJK), and
-    one ending in an ASCII character gets a trailing space (F5-TTS does both; it can add two spaces, f5lite one).
+    Whitespace runs (line breaks included) become single spaces. A transcript that does not end with sentence
+    punctuation gets a full stop ("." after ASCII, "。" after CJK), and one ending in an ASCII character gets a trailing
+    space (F5-TTS does both; it can add two spaces, f5lite one).
 
     Args:
         ref_text: the transcript of the reference audio.
 
     Returns:
-        The transcript as it is fed to the model, e.g. "Hello there" -> "Hello there. ".
+        The transcript as it is fed to the model, e.g. "Hello   there" -> "Hello there. ".
 
     Raises:
         ValueError: the transcript is empty or only whitespace.
     """
-    text = ref_text.strip()
+    text = " ".join(ref_text.split())
     if not text:
         raise ValueError(EMPTY_REF_TEXT)
     if not text.endswith(_SENTENCE_ENDS):
@@ -86,21 +90,25 @@ def max_chunk_bytes(ref_text: str, ref_seconds: float, speed: float = 1.0) -> in
     return max(1, int(rate * (MAX_SECONDS - ref_seconds) * speed))
 
 
-def check_ref_text(ref_text: str, ref_seconds: float) -> None:
-    """Refuse a reference transcript with more than `MAX_REF_CHARS_PER_SECOND` characters per second of its clip.
+def check_ref_text(
+    ref_text: str, ref_seconds: float, count: Callable[[str], int] = len, unit: str = "characters"
+) -> None:
+    """Refuse a reference transcript with more than `MAX_REF_CHARS_PER_SECOND` characters (or tokens) per second.
 
     Args:
-        ref_text: the transcript.
+        ref_text: the transcript, prepared (`prepare_ref_text`: its spaces are counted as they reach the model).
         ref_seconds: the clip's length (> 0).
+        count: how to count `ref_text`: `len` (characters, spaces included) or a text encoder's `length` (ids).
+        unit: what `count` counts, for the message.
 
     Raises:
         ValueError: one line with the rate and the bound.
     """
-    characters = sum(not c.isspace() for c in ref_text)
-    if characters > MAX_REF_CHARS_PER_SECOND * ref_seconds:
+    size = count(ref_text)
+    if size > MAX_REF_CHARS_PER_SECOND * ref_seconds:
         raise ValueError(
-            f"the reference transcript has {characters} characters for {ref_seconds:.1f} s of audio "
-            f"({characters / ref_seconds:.0f} per second; at most {MAX_REF_CHARS_PER_SECOND:g}): give the "
+            f"the reference transcript has {size} {unit} for {ref_seconds:.1f} s of audio "
+            f"({size / ref_seconds:.0f} per second; at most {MAX_REF_CHARS_PER_SECOND:g}): give the "
             "transcript of this clip"
         )
 

@@ -33,11 +33,19 @@ from f5lite.infer.config import EMPTY_REF_TEXT
 from f5lite.infer.crossfade import StreamJoin
 from f5lite.infer.duration import DurationEstimator, resolve_duration
 from f5lite.infer.loading import load_model, resolve_device
-from f5lite.infer.plan import DEFAULT_CROSS_FADE, FRAME_RATE, Piece, Plan, cross_fade_samples
+from f5lite.infer.plan import (
+    DEFAULT_CROSS_FADE,
+    FRAME_RATE,
+    WINDOW_FRAMES,
+    Piece,
+    Plan,
+    cross_fade_samples,
+    fit_to_window,
+)
 from f5lite.infer.reference import Reference, make_reference
 from f5lite.models import apply_inference_compile
 from f5lite.models.dtypes import WEIGHT_DTYPES
-from f5lite.sampling import SamplerOptions, effective_durations, fixed_duration, sample
+from f5lite.sampling import SamplerOptions, fixed_duration, sample
 from f5lite.sampling.options import backbone_calls, merge_legacy_keywords
 from f5lite.text import TextEncoder
 
@@ -154,12 +162,13 @@ class Synthesizer:
             text: its transcript.
 
         Raises:
-            ValueError: an unreadable or too long clip, an empty transcript or one too long for the clip.
+            ValueError: an unreadable or too long clip, an empty transcript or one too long for the clip (in
+                characters, spaces included, or in this model's tokens).
         """
         if not text.strip():
             raise ValueError(EMPTY_REF_TEXT)
         wave = load_audio(audio, max_seconds=MAX_SECONDS) if not isinstance(audio, Tensor) else _check_wave(audio)
-        return make_reference(wave, text, self.mel_type, self.device)
+        return make_reference(wave, text, self.mel_type, self.device, self.encoder.length)
 
     def plan(
         self,
@@ -180,29 +189,34 @@ class Synthesizer:
             first_bytes: cut the first piece to this many UTF-8 bytes (a stream's first audio comes sooner).
             seconds: seconds of speech in all (the reference excluded), shared by the pieces in proportion to their
                 estimated lengths; None: estimated (see `self.duration`).
-            max_frames: the most frames of a piece, the reference's included (a server's window); None: no cap.
+            max_frames: the most frames of a piece, the reference's included (a server's window); None: the model's
+                window (`WINDOW_FRAMES`), which a length given in `seconds` may exceed.
 
         Returns:
-            The plan.
+            The plan: no piece below the model's lower bound, none over `max_frames`.
 
         Raises:
-            ValueError: blank text, or a reference that leaves no room to speak (see `max_chunk_bytes`).
+            ValueError: blank text, or a reference that leaves no room to speak (see `max_chunk_bytes` and
+                `fit_to_window`).
         """
+        window = WINDOW_FRAMES if max_frames is None else max_frames
         texts = split_text(text, max_chunk_bytes(reference.text, reference.seconds, speed), first_bytes)
         if not texts:
             raise ValueError("text is empty: there is nothing to say")
+        fitted = fit_to_window(texts, reference, window, self.encoder.length)
         ref = reference.mel.shape[0]
-        totals = [self.duration.total_frames(ref, reference.text, words, speed) for words in texts]
+        totals = [self.duration.total_frames(ref, reference.text, piece.text, speed) for piece in fitted]
         if seconds is not None:
             totals = _share(ref, totals, seconds)
-        if max_frames is not None:
-            totals = [min(total, max_frames) for total in totals]
-        ids = self.encoder.encode([reference.text + words for words in texts]).ids
-        frames = effective_durations(torch.tensor(totals), ids, torch.full((len(texts),), ref)).tolist()
+        # The lower bound first, then the window: fitting left every lower bound within it. A length the caller
+        # fixed in `seconds` may exceed the model's window, not a window the caller set.
+        frames = [max(total, piece.lower) for total, piece in zip(totals, fitted, strict=True)]
+        if seconds is None or max_frames is not None:
+            frames = [min(total, window) for total in frames]
         return Plan(
             tuple(
-                Piece(reference, words, total, samples_for_frames(total - ref, self.mel_type))
-                for words, total in zip(texts, frames, strict=True)
+                Piece(reference, piece.text, total, samples_for_frames(total - ref, self.mel_type))
+                for piece, total in zip(fitted, frames, strict=True)
             )
         )
 

@@ -5,7 +5,10 @@ MODEL is what `f5lite-infer model=` takes (an export directory, or an F5-TTS che
 griffin_lim`: `f5lite.config.sample_args`); the flags are the server's own settings. The server binds to 127.0.0.1 unless `--host` says otherwise, and asks for a key when `--api-key` (or
 the `F5LITE_API_KEY` environment variable) gives one; `--voice-upload` on an address other machines can reach is
 refused without a key (anyone could fill the disk and the voice list). The model and every voice are loaded before
-the port opens: a bad model, voice or option ends the command with one line and exit status 2.
+the port opens: a bad model, voice or option ends the command with one line and exit status 2. A request must name
+in its `Host` `localhost`, an IP address, `--host`'s name or an `--allow-host` name; its head must come within
+`--header-timeout` seconds and its body within `--body-timeout`; at most `--max-connections` connections are open at
+once (`f5lite.serve.connections`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     add("--max-per-client", type=int, default=d.max_per_client, help="speech requests at once per address; 0: no limit")
     add("--allow-origin", action="append", default=[], metavar="ORIGIN",
         help="a web page origin (https://app.example) whose browsers may call the API; repeat for more")  # fmt: skip
+    add("--allow-host", action="append", default=[], metavar="NAME",
+        help="another name clients reach the server by (tts.example); localhost, IP addresses and --host's name "
+             "always work; repeat for more")  # fmt: skip
+    add("--header-timeout", type=float, default=d.header_timeout,
+        help="seconds a client may take to send a request's head (its request line and headers)")  # fmt: skip
+    add("--body-timeout", type=float, default=d.body_timeout, help="seconds a client may take to send a whole body")
+    add("--max-connections", type=int, default=d.max_connections,
+        help="connections open at once (default: %(default)s, or fewer if the open-file limit says so)")  # fmt: skip
     add("--recipe", help="architecture of a checkpoint file, e.g. dit_base")
     add("--vocab", help="vocab.txt of a checkpoint file")
     add("--device", default="auto", help="auto, cpu, cuda or cuda:N")
@@ -81,16 +92,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_intermixed_args(argv)
     logging.basicConfig(level=logging.INFO, format="f5lite-serve: %(message)s")
     try:
-        _check_port_free(args.host, args.port)
         settings = _settings(args)
+        # Bound now, listening once the model is loaded: a taken address fails at once, and no client connects
+        # to a server that cannot answer yet.
+        listening = _bind(args.host, args.port)
     except (ValueError, OSError) as err:  # before the heavy imports and the model: at once
         sys.stderr.write(f"f5lite-serve: error: {err}\n")
         return EXIT_USAGE
     try:
-        import uvicorn
+        return _load_and_serve(args, settings, listening)
+    finally:
+        listening.close()
 
+
+def _load_and_serve(args: argparse.Namespace, settings: ServeSettings, listening: socket.socket) -> int:
+    """Load the model and voices, then serve on the bound socket (`main`'s second half)."""
+    try:
         from f5lite.infer.synthesizer import Synthesizer
         from f5lite.serve.app import create_app
+        from f5lite.serve.connections import connection_cap, serve
         from f5lite.serve.engine import Engine
         from f5lite.serve.voices import VoiceStore
     except ImportError as err:
@@ -109,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             duration=args.duration,
             threads=args.threads,
         )
-        voices = VoiceStore(args.voices, synthesizer.mel_type, settings.max_voice_seconds)
+        voices = VoiceStore(args.voices, synthesizer.reference, settings.max_voice_seconds)
+        cap = connection_cap(settings.max_connections)  # with the model's files open
     except (ValueError, OSError, ImportError) as err:
         sys.stderr.write(f"f5lite-serve: error: {err}\n")
         return EXIT_USAGE
@@ -118,13 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "%d voice(s); serving %s on http://%s:%d", len(voices.names()), settings.model_id, args.host, args.port
     )
     # The app stops the engine and the voices' recogniser when it shuts down.
-    uvicorn.run(
-        create_app(engine, voices, settings),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        timeout_graceful_shutdown=SHUTDOWN_GRACE,
-    )
+    serve(create_app(engine, voices, settings), listening, settings, cap, SHUTDOWN_GRACE)
     return 0
 
 
@@ -158,7 +173,20 @@ def _settings(args: argparse.Namespace) -> ServeSettings:
         send_timeout=args.send_timeout,
         max_per_client=args.max_per_client,
         allowed_origins=tuple(args.allow_origin),
+        allowed_hosts=_host_names(args.host, args.allow_host),
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_connections=args.max_connections,
     )
+
+
+def _host_names(host: str, extra: Sequence[str]) -> tuple[str, ...]:
+    """The names a request's `Host` may give besides `localhost` and IP addresses: `--host`'s, if a name, and more."""
+    try:
+        ipaddress.ip_address(host)
+        return tuple(extra)
+    except ValueError:
+        return (host, *extra)
 
 
 def _loopback(host: str) -> bool:
@@ -169,14 +197,22 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def _check_port_free(host: str, port: int) -> None:
-    """Fail before the model loads (minutes, on a big one) when the address is taken: a second server, say.
+def _bind(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before the model loads (minutes, on a big one): a taken address fails at once.
 
     Raises:
         OSError: one line naming the address.
     """
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        try:
-            probe.bind((host, port))
-        except OSError as err:
-            raise OSError(f"cannot listen on {host}:{port}: {err.strerror} (another server there?)") from None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family)
+    # As asyncio binds: a restart need not wait for the last run's closed connections, and an IPv6 address is
+    # IPv6 only.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {err.strerror} (another server there?)") from None
+    return sock

@@ -11,8 +11,9 @@ frames, reference included: what the backbone's attention and the vocoder hold) 
 each piece vocoded on its own): the engine decides only what runs together, and when. A piece whose request was
 cancelled (the client went away, or ran out of time) is dropped before it is run; a piece taken into a batch is marked running (its future can no
 longer be cancelled, so its result always has a place to go). A failure in a batch fails its pieces, not the thread.
-Every piece's frames are bounded before it is submitted (`f5lite.serve.speech.plan_request`), so no batch, even of one
-piece, holds the model longer than one window of speech takes.
+Every piece's frames are bounded before it is submitted (`f5lite.serve.speech.plan_request`), and `submit` refuses a
+piece over `max_batch_frames` (`OverBudgetError`) rather than queue it: the first piece of a batch is taken whatever
+its size, so no batch, even of one piece, may hold the model longer than its budget of frames takes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ from f5lite.infer.synthesizer import Synthesizer
 from f5lite.sampling import SamplerOptions
 
 logger = logging.getLogger(__name__)
+
+
+class OverBudgetError(ValueError):
+    """A piece with more frames than a whole batch may hold: refused, never run."""
 
 
 @dataclass(eq=False)
@@ -84,8 +89,25 @@ class Engine:
         self._thread = threading.Thread(target=self._loop, name="f5lite-serve-engine", daemon=True)
         self._thread.start()
 
+    def check(self, piece: Piece) -> None:
+        """Refuse a piece that no batch can hold.
+
+        Raises:
+            OverBudgetError: one line with the piece's frames and the budget.
+        """
+        if piece.frames > self._max_frames:
+            raise OverBudgetError(
+                f"a piece of {piece.frames} frames is over the server's {self._max_frames} frames per batch "
+                "(--max-batch-frames): it is not run"
+            )
+
     def submit(self, task: Task) -> Future[Tensor]:
-        """Queue a piece; its `result` completes with the waveform (or the error, or `CancelledError`)."""
+        """Queue a piece; its `result` completes with the waveform (or the error, or `CancelledError`).
+
+        Raises:
+            OverBudgetError: the piece is over the batch budget (`check`); nothing is queued.
+        """
+        self.check(task.piece)
         with self._ready:
             self._pending.append(task)
             self._ready.notify()

@@ -1,9 +1,10 @@
 """OpenAI's error shape, `{"error": {"message", "type", "param", "code"}}` with its HTTP status, for every refusal.
 
-Statuses: 400 a bad value, 401 a missing or wrong key, 403 a forbidden action (uploads off, a foreign web page, a
-voice that is not an upload), 404 an unknown voice or model, 408 a body not sent in time, 409 a voice that exists,
-413 a body or upload too large, 422 an input too long, 429 (with `Retry-After`) no place free, 500 an unexpected
-failure, 504 a request that ran out of time before its first byte.
+Statuses: 400 a bad value (or a `Host` the server does not answer to), 401 a missing or wrong key, 403 a forbidden
+action (uploads off, a foreign web page, a voice that is not an upload), 404 an unknown voice or model, 408 a body
+not sent in time (its connection is closed after the answer), 409 a voice that exists, 413 a body or upload too
+large, 422 an input too long, 429 (with `Retry-After`) no place free, 500 an unexpected failure, 504 a request that
+ran out of time before its first byte.
 """
 
 from __future__ import annotations

@@ -2,19 +2,18 @@
 
 Every limit is checked before the work it bounds: a body's size before it is parsed (`f5lite.serve.guard`), a
 clip's header before it is decoded (`f5lite.audio.io`), a text's pieces before one is spoken
-(`f5lite.serve.speech.plan_request`), a place in the queue before a request runs (`f5lite.serve.admission`).
+(`f5lite.serve.speech.plan_request`), a place in the queue before a request runs (`f5lite.serve.admission`), a
+connection's request head and body within their deadlines, and the connections open at once below the open-file limit
+(`f5lite.serve.connections`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from f5lite.audio import HOP_LENGTH, SAMPLE_RATE
-from f5lite.infer.chunking import MAX_SECONDS
+from f5lite.infer.plan import WINDOW_FRAMES
 from f5lite.sampling import SamplerOptions
 
-WINDOW_FRAMES = int(MAX_SECONDS * SAMPLE_RATE / HOP_LENGTH)
-"""The most mel frames of one piece of speech, reference included: F5-TTS's 22 s window."""
 MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 """OpenAI's model names, accepted for the served model: clients and front ends send them by default."""
 
@@ -62,15 +61,35 @@ class ServeSettings:
     allowed_origins: tuple[str, ...] = ()
     """Web page origins (`https://app.example`) whose browsers may call the API; a request from any other page
     (a browser sends its `Origin`) is refused 403. SDKs and curl send no `Origin`."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (`tts.example`) a request's `Host` may name besides `localhost` and IP addresses, which every
+    server answers to; any other `Host` is refused 400. A page that rebinds its own name to this machine's address
+    sends its own name, so it reads nothing."""
+    header_timeout: float = 10.0
+    """Seconds a client may take to send a request's head (its request line and headers), counted from the
+    connection's opening or from the end of the previous response; then the connection is closed."""
+    body_timeout: float = 60.0
+    """Seconds a client may take to send a whole request body (each piece within `send_timeout` besides); then
+    408."""
+    max_connections: int = 512
+    """Connections open at once (lowered to what the open-file limit leaves room for); at the cap, the connection
+    that has waited longest for a request head is closed to make room for a new one."""
 
     def __post_init__(self) -> None:
-        for name in ("max_upload_bytes", "max_input_chars", "queue_size", "max_batch", "max_batch_frames"):
+        for name in (
+            "max_upload_bytes",
+            "max_input_chars",
+            "queue_size",
+            "max_batch",
+            "max_batch_frames",
+            "max_connections",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} is not valid; it must be >= 1")
         for name in ("max_voice_seconds", "batch_wait", "max_per_client"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}={getattr(self, name)} is not valid; it must be >= 0")
-        for name in ("request_timeout", "send_timeout"):
+        for name in ("request_timeout", "send_timeout", "header_timeout", "body_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)} is not valid; it must be > 0")
         if self.max_batch_frames < WINDOW_FRAMES:
@@ -78,6 +97,10 @@ class ServeSettings:
                 f"max_batch_frames={self.max_batch_frames} is not valid; it must hold one piece of the model's "
                 f"window: >= {WINDOW_FRAMES}"
             )
+        for host in self.allowed_hosts:
+            if not host or any(c in host for c in "/:@ \t"):  # a URL or `name:port` would never match
+                raise ValueError(f"allowed host {host!r} is not valid; give a bare name such as tts.example (no "
+                                 "scheme, port or path)")  # fmt: skip
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("api_key is empty; give a key, or none to serve without one")
 

@@ -24,28 +24,30 @@ from torch import Tensor
 from f5lite.infer.chunking import FIRST_BYTES
 from f5lite.infer.crossfade import StreamJoin
 from f5lite.infer.plan import DEFAULT_CROSS_FADE, Plan, cross_fade_samples
-from f5lite.infer.synthesizer import Synthesizer
 from f5lite.sampling import SamplerOptions
 from f5lite.serve.engine import Engine, Task
 from f5lite.serve.settings import WINDOW_FRAMES
 from f5lite.serve.voices import Voice
 
 
-def plan_request(synthesizer: Synthesizer, voice: Voice, text: str, speed: float, streaming: bool) -> Plan:
+def plan_request(engine: Engine, voice: Voice, text: str, speed: float, streaming: bool) -> Plan:
     """Cut a request's text into pieces and size each one (see the module docstring).
 
     Args:
-        synthesizer: the model.
+        engine: the model's queue (its synthesizer plans; every piece must fit its batch budget).
         voice: the reference.
         text: what to say (not blank).
         speed: the request's speed.
         streaming: cut a short first piece.
 
     Raises:
-        ValueError: the voice cannot speak (see `f5lite.infer.chunking.max_chunk_bytes`).
+        ValueError: the voice cannot speak (see `Synthesizer.plan`), or a piece no batch holds (`Engine.check`).
     """
     first = FIRST_BYTES if streaming else None
-    return synthesizer.plan(voice, text, speed, first_bytes=first, max_frames=WINDOW_FRAMES)
+    planned = engine.synthesizer.plan(voice, text, speed, first_bytes=first, max_frames=WINDOW_FRAMES)
+    for piece in planned.pieces:
+        engine.check(piece)
+    return planned
 
 
 async def stream_request(

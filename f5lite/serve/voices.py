@@ -5,9 +5,11 @@ transcript is transcribed at start-up by the offline recogniser (PocketSphinx, E
 `NAME.txt`, so it is done once and can be corrected by editing that file. Each voice is loaded once: its 24 kHz
 waveform, its loudness-normalised log-mel and its prepared transcript are kept in memory (a `Voice` is an
 `f5lite.infer.reference.Reference` with a name). A clip is read within
-its limits (`f5lite.audio.io`: the header first) and must be `MIN_SECONDS` to `max_seconds` long; a transcript
-with more characters per second than anyone says (`f5lite.infer.chunking.check_ref_text`) is refused, since the
-model would make every piece of speech at least as many frames as its tokens.
+its limits (`f5lite.audio.io`: the header first) and must be `MIN_SECONDS` to `max_seconds` long; its transcript's
+whitespace runs become single spaces (so it is kept, and loaded again, as the model reads it), and one with more
+characters, spaces included, or more of the model's tokens per second than anyone says is refused
+(`Synthesizer.reference`, `f5lite.infer.chunking.check_ref_text`), since the model would make every piece of
+speech at least as many frames as its tokens.
 
 Names are what a client sends as `voice`, under f5lite's name rule (`f5lite.infer.names`: letters, digits, `_`, `-`
 and `.`, not first, at most 64 characters), so that no name can reach outside the folder. With uploads enabled (`--voice-upload`), `add` writes a new voice into
@@ -27,6 +29,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -42,7 +45,7 @@ from f5lite.atomic import atomic_path, write_text_atomic
 from f5lite.audio import SAMPLE_RATE
 from f5lite.audio.io import AUDIO_EXTENSIONS, decode_audio, load_audio
 from f5lite.infer.names import check_name
-from f5lite.infer.reference import MIN_SECONDS, Reference, make_reference
+from f5lite.infer.reference import MIN_SECONDS, Reference
 from f5lite.metrics.asr import load_recognizer
 
 UPLOADED = "uploaded"
@@ -127,16 +130,17 @@ class VoiceStore:
 
     Args:
         folder: the voices folder (None: no voices; every request is refused with "unknown voice").
-        mel_type: the model's mel convention.
+        reference: makes a checked reference from a 24 kHz clip `[samples]` and its transcript, for the model
+            (`Synthesizer.reference`).
         max_seconds: the longest reference clip (the model needs room to speak after it).
 
     Raises:
         ValueError: a voice that cannot be loaded (named, with the reason).
     """
 
-    def __init__(self, folder: Path | None, mel_type: str, max_seconds: float) -> None:
+    def __init__(self, folder: Path | None, reference: Callable[[Tensor, str], Reference], max_seconds: float) -> None:
         self.folder = folder
-        self._mel_type = mel_type
+        self._reference = reference
         self._max_seconds = max_seconds
         self._voices: dict[str, Voice] = {}
         self._uploaded: set[str] = set()
@@ -186,7 +190,7 @@ class VoiceStore:
             self._adding.add(name)
         try:
             wave = decode_audio(audio, f"the clip of voice {name!r}", max_seconds=self._max_seconds)
-            transcript = (text or "").strip() or self._recognise(name, wave, None)
+            transcript = " ".join((text or "").split()) or self._recognise(name, wave, None)
             voice = self._voice(name, wave, transcript)
             folder = self.folder / UPLOADED
             folder.mkdir(exist_ok=True)
@@ -267,7 +271,7 @@ class VoiceStore:
         """A checked voice from its clip and transcript."""
         self._check_length(name, wave)
         try:
-            reference = make_reference(wave, text, self._mel_type)
+            reference = self._reference(wave, text)
         except ValueError as err:
             raise ValueError(f"voice {name!r}: {err}") from None
         return Voice(reference.text, reference.wave, reference.rms, reference.mel, name)

@@ -73,7 +73,9 @@ def load_reference(audio: str | Path | None, text: str | None) -> Clip:
         raise ValueError(
             f"the reference clip is {seconds:.1f} s long; give {MIN_SECONDS:.0f} to {MAX_REF_SECONDS:.0f} s of speech"
         )
-    text = (text or "").strip() or transcribe(wave)
+    # As the model reads it (whitespace runs collapsed), so that every space counts against the clip and the
+    # transcript is kept so with a saved voice.
+    text = " ".join((text or "").split()) or transcribe(wave)
     check_ref_text(text, seconds)
     return Clip(wave, text)
 

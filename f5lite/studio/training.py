@@ -8,8 +8,9 @@ a bad value is refused in one line before anything is written, claims the projec
 run of the project trains from a terminal, and only then writes the overrides and starts the trainer through
 `f5lite.studio.jobs` with its job files in `RUN_DIR/studio/` (the command's output in `output.log`, its exit
 status). The overrides kept there let `resume` start the same command again, which the trainer resumes from the
-newest checkpoint (run directories are deterministic). `stop` sends SIGTERM: the trainer writes a checkpoint of the
-last finished update and exits 143.
+newest checkpoint (run directories are deterministic); they are checked again when read back (`read_overrides`), as
+the file may have been edited since. `stop` sends SIGTERM: the trainer writes a checkpoint of the last finished
+update and exits 143.
 
 `view` reads only the run directory: `run.lock` (a live holder: running, also for a run started from a terminal),
 `logs/train.jsonl` (the loss curve), `logs/eval.jsonl` (the validation curve), `logs/samples/` (training samples as
@@ -32,7 +33,7 @@ from f5lite.paths import config_roots
 from f5lite.storage.lock import LOCK_FILE
 from f5lite.storage.rundir import CHECKPOINTS, EXPORT, LOGS
 from f5lite.studio import jobs
-from f5lite.studio.overrides import check_extra, quote
+from f5lite.studio.overrides import check_extra, check_saved, quote
 from f5lite.studio.project import Project
 from f5lite.train.evaluation import EVAL_LOG
 from f5lite.train.loggers import SAMPLES_DIR, TRAIN_LOG
@@ -200,17 +201,31 @@ def start(project: Project, name: str, plan: Plan) -> RunView:
 
 
 def resume(project: Project, name: str) -> RunView:
-    """Start a stopped or failed run again with the overrides it was started with.
+    """Start a stopped or failed run again with the overrides it was started with, checked again (`read_overrides`).
 
     Raises:
-        ValueError: no such run started from the studio, or another training of the project runs (or starts).
+        ValueError: no such run started from the studio, a kept override the page would not write, or another
+            training of the project runs (or starts).
     """
     folder = run_dir(project, name)
     saved = folder / JOB_DIR / OVERRIDES_FILE
     if not saved.is_file():
         raise ValueError(f"run {name!r} was not started from the studio: there is nothing to resume")
-    _start(project, folder, json.loads(saved.read_text(encoding="utf-8")), write=False)
+    _start(project, folder, read_overrides(saved), write=False)
     return view(folder)
+
+
+def read_overrides(saved: Path) -> list[str]:
+    """The overrides a run was started with, checked again (`check_saved`): the file may have been edited since.
+
+    Raises:
+        ValueError: one line naming the file, and the token it refuses or why it cannot be read.
+    """
+    try:
+        found = json.loads(saved.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{saved} cannot be read as overrides ({err}): start the run again with Start") from None
+    return check_saved(found, saved)
 
 
 def _start(project: Project, folder: Path, overrides: list[str], write: bool) -> None:

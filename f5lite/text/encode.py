@@ -131,6 +131,14 @@ class TextEncoder:
             _warn_unknown(unknown, self._vocab.source)
         return row
 
+    def length(self, text: str) -> int:
+        """How many ids one text becomes (bytes for "byte", tokens otherwise), unknown tokens counted silently.
+
+        This is what a model's lower bound on a sample's frames counts (a frame per text id).
+        """
+        tokens = self._tokenize(text)
+        return len(tokens) if self._vocab is not None else sum(len(token.encode("utf-8")) for token in tokens)
+
     def _tokens_of(self, item: str | Sequence[str]) -> list[str]:
         if isinstance(item, str):
             return self._tokenize(item)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import difflib
 import functools
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,6 +51,10 @@ PUNCTUATION = ';:,.!?¡¿—…"«»“”'
 # three words spoken), which is how speech is, not a fault; only its errors are worth a line.
 _PHONEMIZER_LOG = logging.getLogger(f"{__name__}.phonemizer")
 _PHONEMIZER_LOG.setLevel(logging.ERROR)
+
+_ESPEAK_LOCK = threading.Lock()
+"""Held around every call into espeak-ng: its library keeps one text buffer per process, so two threads phonemizing at
+once (the server's requests and its model thread, the studio's Speak) can each get the other's phonemes."""
 
 
 def ipa_language(name: str) -> str:
@@ -72,6 +77,11 @@ def load_ipa_backend(language: str) -> EspeakBackend:
         ImportError: phonemizer or espeak-ng is not installed; the message says how to install them.
         ValueError: espeak-ng does not speak `language`; the message names the closest codes it knows.
     """
+    with _ESPEAK_LOCK:  # setting espeak-ng up calls into it too
+        return _new_backend(language)
+
+
+def _new_backend(language: str) -> EspeakBackend:
     backend_class = _espeak_backend_class()
     known = backend_class.supported_languages()
     if language not in known:
@@ -108,7 +118,7 @@ def ipa_tokenize(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
 
 
 def ipa_transcribe(texts: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
-    """espeak-ng's IPA transcriptions of several texts in one call (faster than one call per text).
+    """espeak-ng's IPA transcriptions of several texts, safe to call from several threads at once.
 
     Args:
         texts: Raw texts; a line break inside one is read as a space.
@@ -123,16 +133,22 @@ def ipa_transcribe(texts: list[str], language: str = DEFAULT_LANGUAGE) -> list[s
         ValueError: espeak-ng does not speak `language`.
     """
     backend = load_ipa_backend(language)
-    # phonemizer reads each list item line by line and drops empty items from its output, which would shift
-    # every later transcription; so texts are flattened to one line and the blank ones answered here.
-    flat = [" ".join(text.split()) for text in texts]
-    spoken = [i for i, text in enumerate(flat) if text]
-    result = [""] * len(texts)
-    if spoken:
-        transcribed = backend.phonemize([flat[i] for i in spoken], strip=True)
-        for i, ipa in zip(spoken, transcribed, strict=True):
-            result[i] = " ".join(ipa.split())
-    return result
+    return [_transcribe_one(backend, text) for text in texts]
+
+
+def _transcribe_one(backend: EspeakBackend, text: str) -> str:
+    """One text's transcription: phonemizer is given it alone, and every line it answers is joined.
+
+    phonemizer splits a text at punctuation and puts the marks back afterwards; for some texts ("1.1.") that gives
+    two lines for one text, and in a batch every later transcription would shift onto the wrong text. One call per
+    text costs no more (phonemizer calls espeak-ng line by line anyway) and keeps each transcription with its text.
+    """
+    flat = " ".join(text.split())  # a line break would make a second line
+    if not flat:
+        return ""
+    with _ESPEAK_LOCK:  # per text, so that a long batch does not keep a request's short text waiting
+        lines = backend.phonemize([flat], strip=True)
+    return " ".join(" ".join(lines).split())
 
 
 def _espeak_backend_class() -> type[EspeakBackend]:

@@ -33,7 +33,7 @@ from torch import Tensor
 
 from f5lite.audio.mel import samples_for_frames
 from f5lite.config import TrainConfig
-from f5lite.infer.plan import Piece
+from f5lite.infer.plan import WINDOW_FRAMES, Piece
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.models.duration import DurationPredictor
 from f5lite.sampling import effective_durations, sample
@@ -163,11 +163,16 @@ class DurationGrpo:
             return self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
 
     def _sized(self, piece: Piece, log_frames: float) -> Piece:
-        """`piece` to be spoken in `exp(log_frames)` generated frames (at least one, and the model's lower bound)."""
+        """`piece` to be spoken in `exp(log_frames)` generated frames, within the bounds inference plans with.
+
+        At least one frame and the model's lower bound, then at most the window (`WINDOW_FRAMES`): the prompt's plan
+        left its lower bound within it. A draw past the window is spoken at the window (the take's log-probability is still the draw's, as an action
+        clipped to its range is in RL); it is capped before `exp`, which a policy gone far would overflow.
+        """
         ref = piece.reference.mel.shape[0]
-        total = ref + max(1, round(math.exp(log_frames)))
+        total = ref + max(1, round(math.exp(min(log_frames, math.log(WINDOW_FRAMES)))))
         ids = self.synthesizer.encoder.encode([piece.reference.text + piece.text]).ids
-        total = int(effective_durations(torch.tensor([total]), ids, torch.tensor([ref]))[0])
+        total = min(int(effective_durations(torch.tensor([total]), ids, torch.tensor([ref]))[0]), WINDOW_FRAMES)
         return dataclasses.replace(
             piece, frames=total, samples=samples_for_frames(total - ref, self.synthesizer.mel_type)
         )

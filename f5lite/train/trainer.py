@@ -19,6 +19,7 @@ directory changes until everything that could refuse the launch has been checked
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import time
@@ -33,12 +34,13 @@ from torch import nn
 from tqdm import tqdm
 
 from f5lite.config import TrainConfig
-from f5lite.config.schema import PROMPT_PREFIX
+from f5lite.config.schema import PRECISION_AUTO, PROMPT_PREFIX
 from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models.attention import describe_sdpa, sdpa_backend
 from f5lite.models.cfm import CFM
 from f5lite.models.distill import StudentBackbone
+from f5lite.models.hardware import CpuInfo, native_bf16, read_cpu_info
 from f5lite.models.packing import describe_packing
 from f5lite.storage.lock import RunLock
 from f5lite.storage.lora import LoraSettings, merge_lora
@@ -106,19 +108,88 @@ def bad_update(loss_finite: torch.Tensor, applied: torch.Tensor, grad_scaler: bo
     return ~loss_finite if grad_scaler else ~applied
 
 
+EMULATED_BF16_COST = "5 to 10x slower than fp32"
+"""What bf16 costs per training update on a CPU that emulates it: 9.7x for `speak_cpu`'s model and 5.5x for `demo`'s
+on an AVX-512 BF16 EPYC held to AVX2, 10.6x on an AVX2-only EPYC (docs/guides/speaks.md, issue 54)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PrecisionChoice:
+    """`perf.precision` resolved for a device: what accelerate runs, and the line that says why.
+
+    Attributes:
+        precision: accelerate's mixed-precision name: `no`, `bf16` or `fp16`.
+        line: the one line to log, or empty (an explicit setting that runs as set, natively).
+        warning: whether `line` is a warning (an explicit bf16 that this CPU emulates).
+    """
+
+    precision: str
+    line: str = ""
+    warning: bool = False
+
+
+def choose_precision(
+    setting: str, device: torch.device, *, cpu: CpuInfo | None = None, cuda_bf16: bool | None = None
+) -> PrecisionChoice:
+    """Resolve `perf.precision` for `device`: `auto` is bf16 where the device computes it natively, else `no`.
+
+    The bf16 detector is inference's (`f5lite.models.hardware`): a CPU with AVX-512 BF16 or AMX (and no
+    `ONEDNN_MAX_CPU_ISA` below it), an ARM CPU with BF16, a CUDA GPU that supports bf16. An explicit value is
+    kept; an explicit `bf16` on a CPU that emulates it comes with a warning line.
+
+    Args:
+        setting: `perf.precision` as configured.
+        device: the device training runs on.
+        cpu: the CPU's description (default `read_cpu_info()`); tests pass a fake.
+        cuda_bf16: whether the CUDA device supports bf16 (default: ask torch).
+
+    Returns:
+        The precision accelerate gets, and the line to log.
+    """
+    if setting != PRECISION_AUTO and (setting != "bf16" or device.type != "cpu"):
+        return PrecisionChoice(setting)
+    if device.type == "cpu":
+        cpu = cpu or read_cpu_info()
+    native, _ = native_bf16(device, cpu, cuda_bf16)
+    if setting == "bf16":
+        if native or cpu is None:
+            return PrecisionChoice("bf16")
+        line = (
+            f"perf.precision=bf16 on a CPU without native bf16 ({cpu.model}: {cpu.bf16_why}): bf16 is emulated, "
+            f"{EMULATED_BF16_COST} here; use perf.precision=auto or no"
+        )
+        return PrecisionChoice("bf16", line, warning=True)
+    chosen = "bf16" if native else "no"
+    if cpu is None:
+        why = "the GPU supports bf16" if native else "the GPU does not support bf16"
+    elif native:
+        why = f"{cpu.model} has native bf16 ({cpu.bf16_why})"
+    else:
+        why = f"{cpu.model} has no native bf16 ({cpu.bf16_why}): bf16 would be emulated, {EMULATED_BF16_COST}"
+    return PrecisionChoice(chosen, f"perf.precision=auto -> {chosen}{'' if native else ' (fp32)'}, since {why}")
+
+
 def make_accelerator(cfg: TrainConfig) -> Accelerator:
     """The run's `Accelerator`: the GPU when there is one, `perf.precision`, DDP gradients in the buckets.
+
+    `perf.precision` is resolved here (`choose_precision`), once per run, and the choice logged in one line on
+    rank 0 when `auto` decided or an explicit bf16 is emulated.
 
     `gradient_as_bucket_view` makes each parameter's `.grad` a view into DDP's all-reduce bucket, so the gradients
     exist once instead of twice (the buckets and `.grad`): one model's worth of memory less, and no copy between
     them after each all-reduce. Nothing here detaches or replaces `.grad` in place, which such views forbid.
     """
-    return Accelerator(
-        cpu=not torch.cuda.is_available(),
-        mixed_precision=cfg.perf.precision,
+    cuda = torch.cuda.is_available()
+    choice = choose_precision(cfg.perf.precision, torch.device("cuda" if cuda else "cpu"))
+    accelerator = Accelerator(
+        cpu=not cuda,
+        mixed_precision=choice.precision,
         step_scheduler_with_optimizer=False,
         kwargs_handlers=[DistributedDataParallelKwargs(gradient_as_bucket_view=True)],
     )
+    if choice.line and accelerator.is_main_process:
+        (log.warning if choice.warning else log.info)(choice.line)
+    return accelerator
 
 
 class Trainer:
@@ -145,8 +216,10 @@ class Trainer:
         if cfg.distill.teacher:  # the student is the teacher's architecture, from the teacher's weights
             self.teacher = load_teacher(cfg)
             cfg = adopt_teacher(cfg, self.teacher)
-        self.cfg = cfg
         self.acc = accelerator or make_accelerator(cfg)
+        if cfg.perf.precision == PRECISION_AUTO:  # from here on, what accelerate runs (the run directory records it)
+            cfg = dataclasses.replace(cfg, perf=dataclasses.replace(cfg.perf, precision=self.acc.mixed_precision))
+        self.cfg = cfg
         check_distributed_type(self.acc.distributed_type)
         self.device = self.acc.device
         self.rank = self.acc.process_index

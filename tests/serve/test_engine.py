@@ -20,7 +20,7 @@ from f5lite.audio import samples_for_frames  # noqa: E402
 from f5lite.infer import Synthesizer  # noqa: E402
 from f5lite.infer.plan import Piece  # noqa: E402
 from f5lite.sampling import SamplerOptions  # noqa: E402
-from f5lite.serve.engine import Engine, Task  # noqa: E402
+from f5lite.serve.engine import Engine, OverBudgetError, Task  # noqa: E402
 from f5lite.serve.voices import VoiceStore  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def parts(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("engine")
     export, _ = make_model_files(root)
     synthesizer = Synthesizer.from_pretrained(export, "griffin_lim", dtype="fp32", compile=False, duration="rule")
-    voices = VoiceStore(make_voices(root)[0], synthesizer.mel_type, 15.0)
+    voices = VoiceStore(make_voices(root)[0], synthesizer.reference, 15.0)
     engine = Engine(synthesizer, max_batch=4, max_batch_frames=8192, max_wait=0.2)
     sizes: list[int] = []
     engine.on_batch = sizes.append
@@ -65,3 +65,16 @@ def test_an_abandoned_piece_is_never_run_and_other_settings_are_not_batched(part
     for done in (two, three):
         done.result(timeout=60)
     assert sorted(sizes) == [1, 1]  # the abandoned one not run; steps 2 and steps 3 apart
+
+
+def test_a_piece_over_the_batch_budget_is_refused_and_never_queued(parts) -> None:
+    # The first piece of a batch is taken whatever its size: one over the budget must never get that far.
+    engine, voice, sizes = parts
+    sizes.clear()
+    huge = Task(Piece(voice, "DEAF CAB.", 8193, samples_for_frames(8193 - voice.mel.shape[0])),
+                SamplerOptions(steps=2), threading.Event())  # fmt: skip
+    with pytest.raises(OverBudgetError, match="a piece of 8193 frames is over the server's 8192 frames per batch"):
+        engine.submit(huge)
+    assert engine.pending() == 0 and not huge.result.done()
+    engine.submit(piece(voice, SamplerOptions(steps=2))).result(timeout=60)
+    assert sizes == [1]  # the refused piece never ran

@@ -199,10 +199,10 @@ def status_of(connection: socket.socket, timeout: float = 30) -> int:
 def test_bodies_are_capped_before_they_are_read_or_parsed(served) -> None:
     url = served[0]
     # A declared length over the route's limit: 413 at once, without a byte of the body sent.
-    head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
+    head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
     with raw_request(url, head) as connection:
         assert status_of(connection, timeout=5) == 413
-    head = b"POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 999999999\r\n\r\n"
+    head = b"POST /v1/voices HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 999999999\r\n\r\n"
     with raw_request(url, head) as connection:
         assert status_of(connection, timeout=5) == 413
     # No length given (chunked): cut as soon as the bytes pass the limit.
@@ -218,7 +218,7 @@ def test_bodies_are_capped_before_they_are_read_or_parsed(served) -> None:
 
 def test_a_client_that_trickles_its_body_is_answered_408(served) -> None:
     url = served[0]
-    head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
     started = time.monotonic()
     with raw_request(url, head, b'{"model": ') as connection:  # ... and nothing more
         assert status_of(connection) == 408
@@ -228,7 +228,7 @@ def test_a_client_that_trickles_its_body_is_answered_408(served) -> None:
 def test_a_client_that_stops_reading_loses_its_place_within_the_timeout(served) -> None:
     url = served[0]
     body = json.dumps(speech(" ".join([SENTENCE] * 70))).encode()
-    head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
     stalled = socket.socket()
     stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: the server's writes back up
     host, port = url.removeprefix("http://").split(":")

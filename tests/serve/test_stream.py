@@ -62,7 +62,7 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Synthesizer, VoiceS
     root = tmp_path_factory.mktemp("stream")
     export, _ = make_model_files(root)
     synthesizer = Synthesizer.from_pretrained(export, "griffin_lim", dtype="fp32", compile=False, duration="rule")
-    return synthesizer, VoiceStore(make_voices(root)[0], synthesizer.mel_type, 15.0)
+    return synthesizer, VoiceStore(make_voices(root)[0], synthesizer.reference, 15.0)
 
 
 @contextmanager
@@ -142,7 +142,9 @@ def test_after_the_first_audio_an_audio_stream_is_dropped_not_ended(parts, scrip
 def test_every_piece_fits_the_window_and_the_plan_is_the_length_made(parts) -> None:
     synthesizer, voices = parts
     voice = voices.get("us_male")
-    planned = plan_request(synthesizer, voice, TEXT, 1.0, streaming=True)
+    engine = Engine(synthesizer, max_batch=4, max_batch_frames=8192, max_wait=0.0)
+    engine.stop()  # planning only: no thread needed
+    planned = plan_request(engine, voice, TEXT, 1.0, streaming=True)
     assert len(planned.pieces) == 2 and " ".join(piece.text for piece in planned.pieces) == TEXT
     with serving(parts, {}) as url:
         pcm = httpx.post(f"{url}/v1/audio/speech", json=body(), timeout=60).content
@@ -154,7 +156,7 @@ def test_every_piece_fits_the_window_and_the_plan_is_the_length_made(parts) -> N
 
     synthesizer.duration, rule = TooLong(), synthesizer.duration
     try:
-        capped = plan_request(synthesizer, voice, TEXT, 1.0, streaming=False)
+        capped = plan_request(engine, voice, TEXT, 1.0, streaming=False)
     finally:
         synthesizer.duration = rule
     assert [piece.frames for piece in capped.pieces] == [WINDOW_FRAMES] * len(capped.pieces)
@@ -215,7 +217,7 @@ def test_a_client_that_leaves_before_its_first_audio_frees_its_place_at_once(par
         host, port = url.removeprefix("http://").split(":")
         request = json.dumps(body()).encode()
         with socket.create_connection((host, int(port))) as gone:
-            head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             gone.sendall(head + b"Content-Length: %d\r\n\r\n" % len(request) + request)
             time.sleep(0.5)  # admitted, its first piece in the model (held 2 s)
             assert queue_depth(url) == 1

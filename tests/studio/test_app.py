@@ -23,8 +23,7 @@ import pytest
 import soundfile as sf
 import torch
 from gradio_client import Client, handle_file
-from support.infer_assets import make_model_files
-from support.studio_assets import AUTH, Studio, refused, wait_for
+from support.studio_assets import AUTH, Studio, refused, wait_for, workspace_with_tiny_model
 from support.transcribe_assets import build_recording
 
 from f5lite.paths import demo_dir
@@ -55,11 +54,7 @@ def speak_args(script: str, *, ref: Any = None, text: str = REF_TEXT, voice: str
 
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
-    base = tmp_path_factory.mktemp("studio")
-    root = base / "workspace"
-    export, _ = make_model_files(base)
-    (root / PROJECT / "exports").mkdir(parents=True)
-    subprocess.run(["cp", "-r", str(export), str(root / PROJECT / "exports" / "tiny")], check=True)
+    root = workspace_with_tiny_model(tmp_path_factory.mktemp("studio"), PROJECT)
     studio = Studio(root, args=SAMPLER_ARGS)  # the sampler's settings the page has no control for
     studio.start()
     try:

@@ -3,7 +3,8 @@ a training run whose loss curve is drawn, that survives a reload of the page, an
 
 Needs `/usr/bin/chromium` (Debian: `apt-get install -y chromium`; `make test-browser` runs this), the `studio` extra
 and the `dev` extra's Playwright package (the browser is the system one: nothing is downloaded). The screenshots are
-kept in `build/test-artifacts/` (ignored by git, removed by `make clean`) and copied to `docs/images/` for the README.
+kept in `build/test-artifacts/` (ignored by git, removed by `make clean`). Only with `F5LITE_DOCS_SCREENSHOTS=1`
+(`make docs-screenshots`) are they also copied to `docs/images/` for the README: a test run writes no tracked file.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ REQUIRED = os.environ.get("F5LITE_REQUIRE_BROWSER") == "1"
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "build" / "test-artifacts"
 IMAGES = REPO / "docs" / "images"
+DOCS_SCREENSHOTS = os.environ.get("F5LITE_DOCS_SCREENSHOTS") == "1"
+"""Set by `make docs-screenshots`: the tabs' screenshots also replace the README's pictures in `IMAGES` (tracked)."""
 REFERENCE = Path("audio") / "us_male" / "000_us_male.ogg"
 REFERENCE_TEXT = "The kettle started to whistle just as the phone rang."
 SCRIPT = "A small model trained on a laptop in a few minutes."
@@ -86,12 +89,12 @@ def studio(tmp_path: Path) -> Iterator[tuple[Studio, Path]]:
 
 
 def shoot(page: playwright_api.Page, tab: str, docs: bool = True) -> Path:
-    """A full-page screenshot in the artifacts, and (`docs`) as the README's image of the tab."""
+    """A full-page screenshot in the artifacts, and (`docs` and `DOCS_SCREENSHOTS`) the README's image of the tab."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"studio-{tab}.png"
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
-    if docs:
+    if docs and DOCS_SCREENSHOTS:
         IMAGES.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, IMAGES / path.name)
     return path

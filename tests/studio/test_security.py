@@ -1,11 +1,12 @@
 """`f5lite-studio` against a hostile but ordinary client: a real studio process driven through `gradio_client`.
 
-One studio serves the module, from a workspace whose path holds `,`, `'`, `[` and spaces, with its login and an
-`f5lite-serve` API key in its environment and uploads limited to 1 MiB. Its project trains on a copy of the demo
-dataset with the tiny recipe. The trainer gets the paths byte for byte and an allowed override; what the "More
-overrides" field must not reach is refused in one line with nothing written; a second start, or two at once, leave
-one trainer, still stoppable; the jobs do not see the studio's secrets; a reused pid is not a job; number fields
-and uploads keep to their limits.
+One studio serves the module, from a workspace whose path holds `,`, `'`, `[` and spaces, with its login, an
+`f5lite-serve` API key and a variable of its own in its environment and uploads limited to 1 MiB. Its project trains
+on a copy of the demo dataset with the tiny recipe. The trainer gets the paths byte for byte and an allowed
+override; what the "More overrides" field must not reach is refused in one line with nothing written, escaped
+interpolations too, and no response shows a value of the studio's environment; a run's kept overrides edited on
+disk are refused on resume; a second start, or two at once, leave one trainer, still stoppable; the jobs do not see
+the studio's secrets; a reused pid is not a job; number fields and uploads keep to their limits.
 """
 
 from __future__ import annotations
@@ -29,19 +30,21 @@ from f5lite.config import compose_config
 from f5lite.credentials import STUDIO_AUTH_ENV
 from f5lite.paths import demo_dir
 from f5lite.storage.lock import process_start
-from f5lite.studio import jobs
+from f5lite.studio import jobs, training
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the studio's job handling reads /proc")
 
 PROJECT = "proj"
 SECRETS = {STUDIO_AUTH_ENV: ":".join(AUTH), "F5LITE_API_KEY": "key-of-the-server"}
+PRIVATE = {"F5LITE_TEST_PRIVATE": "a-value-only-the-studio-knows"}
+"""An ordinary variable of the studio's environment (its jobs inherit it): no response may show it either."""
 
 
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     root = tmp_path_factory.mktemp("security") / "wo,rk's [x]" / "work space"
     shutil.copytree(demo_dir(), root / PROJECT / "dataset")
-    studio = Studio(root, args=["--max-upload-mb", "1"], env=SECRETS)
+    studio = Studio(root, args=["--max-upload-mb", "1"], env={**SECRETS, **PRIVATE})
     studio.start()
     try:
         yield studio
@@ -106,6 +109,38 @@ def test_overrides_that_leave_the_allow_list_are_refused_and_nothing_is_written(
     assert kept.read_text() == '["kept"]'
 
 
+def test_escaped_interpolations_are_refused_and_no_response_shows_a_secret(client: Client, studio: Studio) -> None:
+    runs = studio.root / PROJECT / "runs"
+    secrets = [*SECRETS.values(), *PRIVATE.values(), AUTH[1]]
+    for variable in (*SECRETS, *PRIVATE):
+        for value in (
+            f"$\\{{oc.env:{variable}\\}}",  # Hydra un-escapes \{ and \}: ${oc.env:...}, which OmegaConf resolves
+            f"\\$\\{{oc.env:{variable}\\}}",
+            f"'$\\{{oc.env:{variable}\\}}'",
+            f"[wer,$\\{{oc.env:{variable}\\}}]",
+            f"$\\{{oc.decode:'$\\{{oc.env:{variable}\\}}'\\}}",
+        ):
+            for key in ("ema.device", "eval.metrics"):
+                token = f"{key}={value}"
+                message = refused(client, PROJECT, "leak", *plan(f"ema.decay=0.5 {token}"), api_name="/start_training")
+                assert f"override {token!r} is refused" in message, message
+                assert not [secret for secret in secrets if secret in message], message
+    assert not (runs / "leak").exists()
+
+    # A run's kept overrides edited on disk: Resume refuses the file in one line naming it and the token.
+    written = training.Plan("debug_tiny", extra=("ema.device=cpu",)).overrides(
+        studio.root / PROJECT / "dataset", runs / "tampered"
+    )
+    saved = runs / "tampered" / "studio" / "overrides.json"
+    saved.parent.mkdir(parents=True)
+    for token in (f"ema.device=$\\{{oc.env:{STUDIO_AUTH_ENV}\\}}", f"data.dir='${{oc.env:{STUDIO_AUTH_ENV}}}'"):
+        saved.write_text(json.dumps([*written, token]))
+        message = refused(client, PROJECT, "tampered", api_name="/resume_training")
+        assert f"{saved}: override {token!r} is refused" in message, message
+        assert not [secret for secret in secrets if secret in message], message
+    assert not (saved.parent / jobs.JOB_FILE).exists() and running_trainers(studio) == []
+
+
 def test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_secrets(
     client: Client, studio: Studio
 ) -> None:
@@ -120,10 +155,11 @@ def test_one_training_per_project_with_literal_paths_an_allowed_override_and_no_
             client, PROJECT, "b", *plan(), api_name="/start_training"
         )
         (runs / "kept" / "studio").mkdir(parents=True, exist_ok=True)
-        (runs / "kept" / "studio" / "overrides.json").write_text('["kept"]')
+        kept = json.dumps(["+recipe=debug_tiny", "seed=1"])
+        (runs / "kept" / "studio" / "overrides.json").write_text(kept)
         assert "is training" in refused(client, PROJECT, "kept", *plan(), api_name="/start_training")
         assert "is training" in refused(client, PROJECT, "kept", api_name="/resume_training")
-        assert not (runs / "b").exists() and (runs / "kept" / "studio" / "overrides.json").read_text() == '["kept"]'
+        assert not (runs / "b").exists() and (runs / "kept" / "studio" / "overrides.json").read_text() == kept
         assert running_trainers(studio) == ["a"]
 
         # The trainer's environment lacks the studio's secrets, which the studio's own holds.

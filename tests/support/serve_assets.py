@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+import resource
 import shutil
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -50,8 +51,10 @@ def server(root: Path, *args: str) -> Iterator[str]:
 
 
 @contextmanager
-def server_process(root: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`server`, yielding the process too (its pid, for /proc)."""
+def server_process(
+    root: Path, *args: str, open_files: int | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`server`, yielding the process too (its pid, for /proc); `open_files`: its open-file limit (`ulimit -n`)."""
     export = root / "export"
     if not export.is_dir():
         make_model_files(root)
@@ -61,6 +64,7 @@ def server_process(root: Path, *args: str) -> Iterator[tuple[str, subprocess.Pop
         [sys.executable, "-m", "f5lite.serve", str(export), "sample.vocoder=griffin_lim", "--port", str(port), *args],
         stdout=log,
         stderr=subprocess.STDOUT,
+        preexec_fn=_file_limit(open_files),
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -85,6 +89,18 @@ def server_process(root: Path, *args: str) -> Iterator[tuple[str, subprocess.Pop
             raise
         finally:
             log.close()
+
+
+def _file_limit(files: int | None) -> Callable[[], None] | None:
+    """A `preexec_fn` that gives the child an open-file limit of `files` (`ulimit -n`); None: the parent's."""
+    if files is None:
+        return None
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+
+
+def server_log(root: Path, url: str) -> str:
+    """What the server at `url`, started by `server_process` in `root`, has logged so far."""
+    return (root / f"server-{url.rsplit(':', 1)[1]}.log").read_text()
 
 
 def seconds_of(data: bytes, fmt: str) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from f5lite.credentials import STUDIO_AUTH_ENV
+from support.infer_assets import make_model_files
 from support.serve_assets import free_port
 
 AUTH = ("tester", "s3cret")
@@ -109,3 +111,12 @@ def wait_for(check, timeout: float, what: str, every: float = 0.5):  # type: ign
             return found
         assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
         time.sleep(every)
+
+
+def workspace_with_tiny_model(base: Path, project: str) -> Path:
+    """A studio workspace under `base` whose `project` holds the tiny random test model as `exports/tiny`."""
+    root = base / "workspace"
+    export, _ = make_model_files(base)
+    (root / project / "exports").mkdir(parents=True)
+    shutil.copytree(export, root / project / "exports" / "tiny")
+    return root

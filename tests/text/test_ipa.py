@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,35 @@ def test_batch_transcription_keeps_every_text_in_its_place() -> None:
     assert got[1:3] == ["", ""] and got[4] == ""
     assert got[3] == espeak_cli("two three", "en-us")
     assert get_tokenizer("ipa")("") == []
+
+
+@needs_espeak
+@pytest.mark.parametrize(
+    ("text", "number", "times"),
+    [("1.1.", "wˈʌn", 2), ("1.1. 2.2.", "tˈuː", 2), ("1.1.1.1.", "wˈʌn", 4), ("Version 1.1. is out.", "wˈʌn", 2)],
+)
+def test_a_text_phonemizer_answers_in_several_lines_stays_one_text(text: str, number: str, times: int) -> None:
+    # phonemizer answers "1.1." with two lines; in a batch the next text would get the second one.
+    alone = ipa_transcribe([text])[0]
+    assert alone.count(number) == times and "\n" not in alone  # every line of it, in one transcription
+    hello, world = ipa_transcribe(["hello"])[0], ipa_transcribe(["world"])[0]
+    assert ipa_transcribe([text, "hello", text, "world"]) == [alone, hello, alone, world]
+    assert get_tokenizer("ipa")(text) == list(alone)
+
+
+@needs_espeak
+def test_threads_each_get_their_own_texts_phonemes() -> None:
+    # espeak-ng keeps one buffer per process: unlocked, a thread's text came back as another's ("eight" as "two").
+    texts = [f"number {word}, said speaker {i}." for i, word in enumerate(["two", "eight", "five", "nine"])]
+    expected = {text: ipa_transcribe([text])[0] for text in texts}
+
+    def speak(text: str) -> list[str]:
+        return [ipa_transcribe([text])[0] for _ in range(150)]
+
+    with ThreadPoolExecutor(len(texts)) as pool:
+        answers = dict(zip(texts, pool.map(speak, texts), strict=True))
+    wrong = {text: sum(got != expected[text] for got in answers[text]) for text in texts}
+    assert wrong == dict.fromkeys(texts, 0)
 
 
 @needs_espeak

@@ -8,6 +8,7 @@ The flow model is a `debug_tiny` DiT trained for a few updates on the demo data;
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from support.trainer_helpers import make
 
 from f5lite.config import compose_config
 from f5lite.infer.duration import DurationEstimator
+from f5lite.infer.plan import WINDOW_FRAMES
 from f5lite.paths import demo_dir
 from f5lite.storage.duration_files import LoadedDuration, load_duration
 from f5lite.train.duration_grpo import DurationGrpo, log_lengths
@@ -139,6 +141,28 @@ def test_a_group_s_takes_share_their_start_and_differ_in_length(
     ((noise, durations),) = seen
     assert torch.equal(noise[0], noise[1]) and torch.equal(noise[2], noise[3]) and not torch.equal(noise[0], noise[2])
     assert durations[0] != durations[1] and durations[2] != durations[3]
+
+
+def test_a_length_drawn_past_the_window_is_spoken_at_the_window(
+    models: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import f5lite.train.duration_grpo as module
+
+    grpo = objective(DurationRun(compose_config(overrides(models, tmp_path / "run"))))
+    seen: list[torch.Tensor] = []
+
+    class StopError(Exception):
+        pass
+
+    def recording(*args: Any, **kwargs: Any) -> torch.Tensor:
+        seen.append(args[3])  # the takes' lengths, reference included
+        raise StopError  # the lengths are what is checked: nothing is spoken
+
+    monkeypatch.setattr(module, "sample", recording)
+    drawn = torch.tensor([[math.log(10**6), 1e4]])  # a policy gone far: minutes, and more than a float holds
+    with pytest.raises(StopError):
+        grpo.rollout(grpo.pieces[:1], drawn, seed_step(0, 0, 0, 0, torch.device("cpu")))
+    assert seen[0].tolist() == [WINDOW_FRAMES, WINDOW_FRAMES]
 
 
 @pytest.mark.parametrize(

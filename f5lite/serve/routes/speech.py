@@ -32,6 +32,7 @@ from f5lite.infer.plan import Plan
 from f5lite.sampling import SamplerOptions
 from f5lite.serve.context import ServerContext, context_of
 from f5lite.serve.encoding import CONTENT_TYPES, FORMATS, SAMPLE_RATE, StreamEncoder
+from f5lite.serve.engine import OverBudgetError
 from f5lite.serve.errors import ApiError
 from f5lite.serve.guard import SPEECH, StreamCutError
 from f5lite.serve.settings import ServeSettings
@@ -65,7 +66,7 @@ async def speech(body: SpeechBody, request: Request) -> Response:
     context = context_of(request)
     options, voice = _check_speech(body, context.voices, context.settings)
     try:
-        planned = await asyncio.to_thread(plan_request, context.engine.synthesizer, voice, body.input, body.speed, True)
+        planned = await asyncio.to_thread(plan_request, context.engine, voice, body.input, body.speed, True)
     except ValueError as err:
         raise ApiError(400, str(err), param="input") from None
     ticket = context.admission.admit(request.client.host if request.client else "?")
@@ -76,6 +77,8 @@ async def speech(body: SpeechBody, request: Request) -> Response:
     except BaseException as err:
         ticket.release()
         await content.aclose()
+        if isinstance(err, OverBudgetError):
+            raise ApiError(400, str(err), param="input") from None
         if isinstance(err, Exception) and not isinstance(err, ApiError):
             message = _failure_message(err, context.settings)
             raise ApiError(_failure_status(err), message, kind="server_error") from err
@@ -91,8 +94,7 @@ async def warm_up(context: ServerContext) -> None:
     voice = context.voices.get(names[0]) if names else None
     if voice is not None:
         try:
-            synthesizer = context.engine.synthesizer
-            planned = await asyncio.to_thread(plan_request, synthesizer, voice, "Hello.", 1.0, False)
+            planned = await asyncio.to_thread(plan_request, context.engine, voice, "Hello.", 1.0, False)
             async for _ in stream_request(
                 context.engine, planned, context.settings.options, cancelled=threading.Event()
             ):

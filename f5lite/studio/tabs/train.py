@@ -143,7 +143,7 @@ def build(workspace: StudioRoot, settings: StudioSettings, current: gr.Dropdown)
                 lr = number(lim.LEARNING_RATE, "Learning rate (0: the recipe's)", 0)
                 with gr.Row():
                     frames = number(lim.FRAMES, "Frames per batch (0: the recipe's)", 0)
-                    precision = gr.Dropdown(["no", "bf16", "fp16"], value="no", label="Precision")
+                    precision = gr.Dropdown(["auto", "no", "bf16", "fp16"], value="no", label="Precision")
                 suggest = gr.Button("Propose for this machine", size="sm")
                 machine_info = gr.Markdown()
                 rank = number(lim.LORA_RANK, "LoRA rank", 16)
