@@ -138,3 +138,10 @@ def test_a_text_phonemizer_answers_in_two_lines_is_spoken(phonemes) -> None:
     url, _ = phonemes
     for text in ("1.1.", "Version 1.1. is out, 2.2. is next."):
         assert pieces(url, "us_male", text)
+
+
+def test_half_a_character_in_the_input_is_refused_in_one_line(chars) -> None:
+    body = '{"model": "tts-1", "voice": "us_male", "input": "Hello \\ud800 there.", "response_format": "pcm"}'
+    answer = httpx.post(f"{chars[0]}/v1/audio/speech", content=body, headers={"content-type": "application/json"})
+    error = answer.json()["error"]
+    assert answer.status_code == 400 and error["param"] == "input" and "lone UTF-16 surrogate" in error["message"]

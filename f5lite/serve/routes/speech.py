@@ -171,6 +171,9 @@ def _check_speech(body: SpeechBody, voices: VoiceStore, settings: ServeSettings)
     if len(body.input) > settings.max_input_chars:
         raise ApiError(422, f"input has {len(body.input)} characters; the most is {settings.max_input_chars}",
                        param="input", code="input_too_long")  # fmt: skip
+    if any("\ud800" <= char <= "\udfff" for char in body.input):  # JSON's "\ud800" escape: half a character
+        raise ApiError(400, "input holds a lone UTF-16 surrogate (\\ud800-\\udfff), which is no character: send "
+                       "valid Unicode text", param="input")  # fmt: skip
     if body.response_format not in FORMATS:
         raise ApiError(400, f"response_format {body.response_format!r} is not one of {', '.join(FORMATS)}",
                        param="response_format")  # fmt: skip
