@@ -209,3 +209,10 @@ def test_text_file_is_read_and_a_missing_one_is_reported(files, first_wav, tmp_p
 def test_cuda_without_a_gpu_is_a_clear_error(files, tmp_path, capsys):
     assert main(base_args(files, tmp_path / "o.wav", device="cuda")) == 2
     assert "device='cuda' is not available" in capsys.readouterr().err
+
+
+def test_spaces_in_the_reference_transcript_are_read_as_one(files, first_wav, tmp_path):
+    # Kept, a frame per space would make this one chunk 5,000 frames long (and another wav).
+    out = tmp_path / "spaced.wav"
+    assert main(base_args(files, out, ref_text="ABC" + " " * 5_000 + "12.")) == 0
+    assert out.read_bytes() == first_wav

@@ -47,6 +47,8 @@ def serve(root: Path, tokenizer: str) -> Iterator[tuple[str, Path]]:
         torch.nn.init.normal_(param, std=0.1)
     f5lite.save_pretrained(root / "export", model, cfg, f5lite.load_vocab(VOCAB_FILE), tokenizer=tokenizer)
     voices, _ = make_voices(root)
+    shutil.copy(voices / "us_male.ogg", voices / "spaced.ogg")  # an operator's voice, its transcript full of spaces
+    (voices / "spaced.txt").write_text("The kettle" + " " * 12_000 + "started to whistle.\n")
     args = ["--voices", str(voices), "--voice-upload", "sample.steps=2", "--request-timeout", "120"]
     with server_process(root, *args) as (url, _):
         yield url, voices
@@ -107,6 +109,13 @@ def test_spaces_in_an_uploaded_transcript_do_not_lift_the_voices_pieces(chars) -
     assert (voices / "uploaded" / "spacey.txt").read_text() == "Hi there.\n"  # kept, and loaded again, collapsed
     # A frame per space made every piece of this voice 12,041 frames (over two minutes): now a word's worth.
     assert max(pieces(url, "spacey", "Hello there.")) < 5 * 24_000
+
+
+def test_spaces_in_a_voices_folder_transcript_do_not_lift_its_pieces(chars) -> None:
+    url, _ = chars
+    spaced = next(v for v in httpx.get(f"{url}/v1/voices").json()["voices"] if v["name"] == "spaced")
+    assert spaced["text"] == "The kettle started to whistle."
+    assert max(pieces(url, "spaced", "Hello there.")) < 5 * 24_000
 
 
 def test_a_transcript_with_more_characters_than_its_clip_says_counting_spaces_is_refused(chars) -> None:
