@@ -106,7 +106,7 @@ def f5tts_command(arm: Arm, work: Path) -> list[str]:
 
     from f5lite.config import compose_config
     from f5lite.models import backbone_kwargs
-    from f5lite.train.trainer import choose_precision
+    from f5lite.train.precision import choose_precision
 
     cfg = compose_config([f"+recipe={arm.recipe}", *arm.overrides])
     corpus = Path(arm.corpus)

@@ -1693,7 +1693,7 @@ MUTANTS = (
     Mutant(
         "PREC1",
         "perf.precision=auto picks bf16 on a CPU without native bf16 (emulated: 5 to 10x slower than fp32)",
-        TRAINER,
+        "f5lite/train/precision.py",
         '    chosen = "bf16" if native else "no"\n',
         '    chosen = "bf16"\n',
         ("tests/train/test_precision.py::test_auto_is_bf16_only_where_the_cpu_reports_native_bf16",),
@@ -1717,7 +1717,7 @@ MUTANTS = (
     Mutant(
         "PREC4",
         "an explicit bf16 on a CPU that emulates it runs without a word about its cost",
-        TRAINER,
+        "f5lite/train/precision.py",
         '        return PrecisionChoice("bf16", line, warning=True)\n',
         '        return PrecisionChoice("bf16")\n',
         ("tests/train/test_precision.py::test_explicit_bf16_on_an_emulating_cpu_warns_in_one_line",),

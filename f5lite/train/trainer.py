@@ -40,7 +40,6 @@ from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models.attention import describe_sdpa, sdpa_backend
 from f5lite.models.cfm import CFM
 from f5lite.models.distill import StudentBackbone
-from f5lite.models.hardware import CpuInfo, native_bf16, read_cpu_info
 from f5lite.models.packing import describe_packing
 from f5lite.storage.lock import RunLock
 from f5lite.storage.lora import LoraSettings, merge_lora
@@ -79,6 +78,7 @@ from f5lite.train.grpo import Grpo, adopt_policy, load_policy, make_grpo
 from f5lite.train.lifecycle import TrainingStopped as TrainingStopped  # re-exported: f5lite.train.TrainingStopped
 from f5lite.train.lifecycle import close_launch, stop_after_checkpoint
 from f5lite.train.loggers import MetricLogger, make_logger
+from f5lite.train.precision import choose_precision
 from f5lite.train.ranks import agree, any_rank, broadcast_tensors, check_distributed_type, distributed
 from f5lite.train.samples import SampleLogger
 from f5lite.train.schedule import lr_factor
@@ -106,67 +106,6 @@ def bad_update(loss_finite: torch.Tensor, applied: torch.Tensor, grad_scaler: bo
         grad_scaler: whether a gradient scaler (fp16) is in use.
     """
     return ~loss_finite if grad_scaler else ~applied
-
-
-EMULATED_BF16_COST = "5 to 10x slower than fp32"
-"""What bf16 costs per training update on a CPU that emulates it: 9.7x for `speak_cpu`'s model and 5.5x for `demo`'s
-on an AVX-512 BF16 EPYC held to AVX2, 10.6x on an AVX2-only EPYC (docs/guides/speaks.md, issue 54)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class PrecisionChoice:
-    """`perf.precision` resolved for a device: what accelerate runs, and the line that says why.
-
-    Attributes:
-        precision: accelerate's mixed-precision name: `no`, `bf16` or `fp16`.
-        line: the one line to log, or empty (an explicit setting that runs as set, natively).
-        warning: whether `line` is a warning (an explicit bf16 that this CPU emulates).
-    """
-
-    precision: str
-    line: str = ""
-    warning: bool = False
-
-
-def choose_precision(
-    setting: str, device: torch.device, *, cpu: CpuInfo | None = None, cuda_bf16: bool | None = None
-) -> PrecisionChoice:
-    """Resolve `perf.precision` for `device`: `auto` is bf16 where the device computes it natively, else `no`.
-
-    The bf16 detector is inference's (`f5lite.models.hardware`): a CPU with AVX-512 BF16 or AMX (and no
-    `ONEDNN_MAX_CPU_ISA` below it), an ARM CPU with BF16, a CUDA GPU that supports bf16. An explicit value is
-    kept; an explicit `bf16` on a CPU that emulates it comes with a warning line.
-
-    Args:
-        setting: `perf.precision` as configured.
-        device: the device training runs on.
-        cpu: the CPU's description (default `read_cpu_info()`); tests pass a fake.
-        cuda_bf16: whether the CUDA device supports bf16 (default: ask torch).
-
-    Returns:
-        The precision accelerate gets, and the line to log.
-    """
-    if setting != PRECISION_AUTO and (setting != "bf16" or device.type != "cpu"):
-        return PrecisionChoice(setting)
-    if device.type == "cpu":
-        cpu = cpu or read_cpu_info()
-    native, _ = native_bf16(device, cpu, cuda_bf16)
-    if setting == "bf16":
-        if native or cpu is None:
-            return PrecisionChoice("bf16")
-        line = (
-            f"perf.precision=bf16 on a CPU without native bf16 ({cpu.model}: {cpu.bf16_why}): bf16 is emulated, "
-            f"{EMULATED_BF16_COST} here; use perf.precision=auto or no"
-        )
-        return PrecisionChoice("bf16", line, warning=True)
-    chosen = "bf16" if native else "no"
-    if cpu is None:
-        why = "the GPU supports bf16" if native else "the GPU does not support bf16"
-    elif native:
-        why = f"{cpu.model} has native bf16 ({cpu.bf16_why})"
-    else:
-        why = f"{cpu.model} has no native bf16 ({cpu.bf16_why}): bf16 would be emulated, {EMULATED_BF16_COST}"
-    return PrecisionChoice(chosen, f"perf.precision=auto -> {chosen}{'' if native else ' (fp32)'}, since {why}")
 
 
 def make_accelerator(cfg: TrainConfig) -> Accelerator:

@@ -34,6 +34,14 @@ def test_record_fields_and_arithmetic(bench, capsys) -> None:
     assert r["ckpt"] == "async" and 0 < r["ckpt_stall_s"] <= r["ckpt_write_s"]
 
 
+def test_the_cpu_clock_times_the_steps_by_this_process_s_cpu_time(bench, capsys, monkeypatch) -> None:
+    ticks = iter(range(10**6))  # a CPU clock that advances one second a reading, whatever the wall clock does
+    monkeypatch.setattr(bench.time, "process_time", lambda: float(next(ticks)))
+    r = record(bench, capsys, "--clock", "cpu", "perf.precision=no")
+    assert r["clock"] == "cpu" and r["step_s"] == 3.0 and r["forward_s"] == 1.0
+    assert record(bench, capsys, "perf.precision=no")["clock"] == "wall"
+
+
 def test_activation_checkpointing_saves_fewer_bytes(bench, capsys) -> None:
     plain = record(bench, capsys, "perf.precision=no")
     every = record(bench, capsys, "perf.precision=no", "perf.ac.mode=full", "perf.ac.every_n=1")

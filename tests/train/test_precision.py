@@ -19,7 +19,8 @@ from support.trainer_helpers import make, overrides
 import f5lite.models.hardware as hardware
 from f5lite.config import PerfConfig, compose_config
 from f5lite.storage.rundir import load_run_config
-from f5lite.train.trainer import choose_precision, make_accelerator
+from f5lite.train.precision import choose_precision
+from f5lite.train.trainer import make_accelerator
 
 CPU = torch.device("cpu")
 CUDA = torch.device("cuda", 0)
