@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus bench-speaks bench-reward demo bench bench-gpu docs lint fmt typecheck wheel-check clean
+.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus clone-corpus bench-speaks bench-reward demo bench bench-gpu docs lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -102,6 +102,20 @@ speak-corpus: $(STAMP) ## Make the speech corpus (3,000 + 100 held-out espeak-ng
 	$(BIN)/python scripts/make_speak_corpus.py --out $(SPEAK_DIR)_ipa --tokenizer ipa
 	$(BIN)/f5lite-eval audio_dir=$(SPEAK_DIR)/test/audio testset=$(SPEAK_DIR)/test/testset.txt output=$(SPEAK_DIR)/floor \
 		metrics=[wer] asr=pocketsphinx:$(SPEAK_DIR)/asr floor_vocoder=griffin_lim
+
+# The clone corpus of issue 55 (many voices of Debian's speech engines, four held out of training in every form; see
+# scripts/make_clone_corpus.py), then its floors: WER, speaker similarity and identification of the recordings and of
+# the recordings through log-mel and Griffin-Lim, per voice.
+CLONE_DIR ?= runs/clone_corpus
+CLONE_PACKAGES := flite festival festvox-kallpc16k festvox-kdlpc16k espeak-ng
+CLONE_LOG := build/clone-install.log
+clone-corpus: $(STAMP) ## Make the clone corpus (21 training + 4 held-out voices, 2,200 clips, installs flite/festival/espeak-ng when missing) and score its floors
+	@scripts/apt_install.sh /usr/bin/flite flite $(CLONE_LOG) fail clone-corpus
+	@scripts/apt_install.sh /usr/bin/text2wave "festival festvox-kallpc16k festvox-kdlpc16k" $(CLONE_LOG) fail clone-corpus
+	@scripts/apt_install.sh $(ESPEAK) espeak-ng $(ESPEAK_LOG) fail clone-corpus
+	$(BIN)/python scripts/make_clone_corpus.py --out $(CLONE_DIR)
+	$(BIN)/f5lite-eval audio_dir=$(CLONE_DIR)/test/audio testset=$(CLONE_DIR)/test/testset.txt output=$(CLONE_DIR)/floor \
+		metrics=[wer,sim] voices=$(CLONE_DIR)/test/voices.txt asr=pocketsphinx:$(CLONE_DIR)/asr floor_vocoder=griffin_lim
 
 SPEAK_MINUTES ?= 45
 bench-speaks: $(STAMP) $(F5TTS_DIR)/.installed ## speak_cpu, speak_cpu_char and F5-TTS's trainer from scratch side by side for SPEAK_MINUTES (45) each, the cores shared out (one thread each on 2 cores); WER/SIM/MOS curves into scripts/results/ (needs make speak-corpus)

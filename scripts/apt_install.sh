@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install a Debian package when the program a make target needs is missing, as root or through sudo.
 #
-#   scripts/apt_install.sh PROGRAM PACKAGE LOG fail|warn WHO
+#   scripts/apt_install.sh PROGRAM PACKAGES LOG fail|warn WHO   (PACKAGES: one or several, space-separated)
 #
 # PROGRAM present: nothing to do. Missing: `apt-get install -y PACKAGE` (an `apt-get update` first when the package is
 # not known yet), its log in LOG. When it cannot be installed (not root and no sudo, no apt-get, the install failed),
@@ -18,6 +18,6 @@ command -v apt-get > /dev/null || give_up "needs $program and this system has no
 echo "$program is missing: ${sudo:+sudo }apt-get install -y $package (log: $log)"
 mkdir -p "$(dirname "$log")"
 export DEBIAN_FRONTEND=noninteractive
-{ $sudo apt-get install -y "$package" || { $sudo apt-get update && $sudo apt-get install -y "$package"; }; } \
+{ $sudo apt-get install -y $package || { $sudo apt-get update && $sudo apt-get install -y $package; }; } \
 	> "$log" 2>&1 < /dev/null && [ -x "$program" ] \
 	|| give_up "could not install $package with ${sudo:+sudo }apt-get install -y $package: see $log"

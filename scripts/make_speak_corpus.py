@@ -146,9 +146,9 @@ def read_word_list(path: Path = WORDS_FILE) -> WordList:
     return WordList({name: tuple(words) for name, words in sections.items()}, tuple(nouns))
 
 
-def make_sentence(rng: random.Random, words: WordList) -> str:
-    """One sentence from a random template, capitalised, with a full stop ("a" before a vowel made "an")."""
-    template = rng.choice(TEMPLATES)
+def make_sentence(rng: random.Random, words: WordList, templates: Sequence[str] = TEMPLATES) -> str:
+    """One sentence from a random one of `templates`, capitalised, with a full stop ("a" before a vowel made "an")."""
+    template = rng.choice(templates)
     out: list[str] = []
     for token in template.split():
         if not token.startswith("{"):

@@ -79,6 +79,8 @@ DROP = "f5lite/models/dropout.py"
 DROP_TESTS = "tests/models/test_dropout.py"
 
 STEP_PROFILE = "tests/bench/test_step_profile.py"
+CLONE_CORPUS = "scripts/make_clone_corpus.py"
+CLONE_CORPUS_TESTS = "tests/data/test_clone_corpus.py"
 COMPARE_TRAIN = "tests/compat/test_compare_f5tts_train.py"
 
 MUTANTS = (
@@ -1892,6 +1894,65 @@ MUTANTS = (
         "noise=starts.repeat_interleave(drawn.shape[1], 0)",
         "noise=torch.randn_like(starts.repeat_interleave(drawn.shape[1], 0))",
         ("tests/train/test_duration_grpo.py",),
+    ),
+    Mutant(
+        "CLONE1",
+        "a held-out voice reads training clips (the model heard the voice it is then asked to clone)",
+        CLONE_CORPUS,
+        '    train_voices, held_voices = voices_of("train"), voices_of("held_out")\n',
+        '    train_voices, held_voices = voices_of("train") + voices_of("held_out")[:1], voices_of("held_out")\n',
+        (CLONE_CORPUS_TESTS,),
+    ),
+    Mutant(
+        "CLONE2",
+        "test sentences read in training clips (the held-out sentences are not held out)",
+        CLONE_CORPUS,
+        'f"{training[i]} {training[i + 1]}"',
+        'f"{training[i]} {test_sentences[i % len(test_sentences)]}"',
+        (CLONE_CORPUS_TESTS,),
+    ),
+    Mutant(
+        "CLONE3",
+        "a held-out voice is a training voice's engine voice (a copy of one with another name)",
+        CLONE_CORPUS,
+        'CloneVoice("slt", "flite", "slt", "held_out"',
+        'CloneVoice("slt", "flite", "awb", "held_out"',
+        (CLONE_CORPUS_TESTS,),
+    ),
+    Mutant(
+        "CLONE4",
+        "the out-of-template test sentences are drawn from the training templates",
+        CLONE_CORPUS,
+        "        sentence = make_sentence(rng, words, EXTRA_TEMPLATES)\n",
+        "        sentence = make_sentence(rng, words)\n",
+        (CLONE_CORPUS_TESTS,),
+    ),
+    Mutant(
+        "CLONE5",
+        "the calibration's two means swapped (1 reads as two different voices, 0 as one voice)",
+        "f5lite/metrics/cloning.py",
+        "        return (sim - self.between) / (self.same - self.between)",
+        "        return (sim - self.same) / (self.between - self.same)",
+        ("tests/metrics/test_cloning.py::test_calibration_on_hand_made_embeddings",),
+    ),
+    Mutant(
+        "CLONE6",
+        "identification against the row's own voice only (every output is 'identified' as its voice)",
+        "f5lite/metrics/cloning.py",
+        "    scores = speaker_scores(embedding, centroids)",
+        "    scores = speaker_scores(embedding, {voice: centroids[voice]})",
+        (
+            "tests/metrics/test_cloning.py::test_identification_is_among_every_enrolled_voice_not_the_row_s_own",
+            "tests/eval/test_cloning.py::test_rows_and_their_floors_are_identified_among_every_enrolled_voice",
+        ),
+    ),
+    Mutant(
+        "CLONE7",
+        "the equal error rate counts a target scored at the threshold as rejected",
+        "f5lite/metrics/cloning.py",
+        "    false_reject = torch.searchsorted(target.sort().values, thresholds).double() / target.numel()",
+        "    false_reject = torch.searchsorted(target.sort().values, thresholds, right=True).double() / target.numel()",
+        ("tests/metrics/test_cloning.py::test_eer_on_hand_made_scores",),
     ),
     Mutant(
         "control",

@@ -3,7 +3,9 @@
 Two formats are read:
 
 - ours, `id|ref_audio|ref_text|gen_text|gt_audio` with that header line (the `gt_audio` column may be left out of
-  the header, or left empty in a row), paths relative to the file;
+  the header, or left empty in a row), paths relative to the file; `id|ref_audio|ref_text|gen_text|gt_audio|voice`
+  adds the name of the voice the row speaks in (for the cloning metrics of `f5lite-eval voices=`; a row may leave
+  it empty);
 - seed-tts-eval's `meta.lst`, recognised by the absent header: `id|ref_text|ref_audio|gen_text[|gt_audio]`. Its
   4-field rows keep their ground truth at `wavs/<id>.wav` next to the list, which is used when it exists.
 
@@ -15,15 +17,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from f5lite.atomic import write_text_atomic
 
 TESTSET_HEADER = "id|ref_audio|ref_text|gen_text|gt_audio"
 """The header line of our format; every column but `gt_audio` is required."""
-_COLUMNS = TESTSET_HEADER.split("|")
-_HEADERS = {TESTSET_HEADER: len(_COLUMNS), "|".join(_COLUMNS[:-1]): len(_COLUMNS) - 1}
+TESTSET_VOICE_HEADER = f"{TESTSET_HEADER}|voice"
+"""The header line of our format with the optional sixth column, the voice's name; written when a row has one."""
+_COLUMNS = TESTSET_VOICE_HEADER.split("|")
+_HEADERS = {"|".join(_COLUMNS[:count]): count for count in (4, 5, 6)}  # without gt_audio, ours, with voice
 _SEP = "|"
 
 
@@ -37,6 +41,8 @@ class TestRow:
         ref_text: transcript of `ref_audio`.
         gen_text: the text to speak.
         gt_audio: `gen_text` spoken in the voice of `ref_audio` (absolute path), when known.
+        voice: the name of the voice `ref_audio` and `gt_audio` are spoken in (non-empty, without `|`), when known:
+            the cloning metrics of `f5lite-eval voices=` score the rows that have one.
     """
 
     __test__ = False  # the name starts with "Test"; pytest must not collect it
@@ -46,6 +52,7 @@ class TestRow:
     ref_text: str
     gen_text: str
     gt_audio: Path | None
+    voice: str | None = None
 
 
 def read_testset(path: str | os.PathLike[str]) -> list[TestRow]:
@@ -95,22 +102,28 @@ def read_testset(path: str | os.PathLike[str]) -> list[TestRow]:
 def write_testset(path: str | os.PathLike[str], rows: Sequence[TestRow]) -> None:
     """Write rows in our format (with the header), audio paths relative to the file's directory.
 
-    The file is replaced atomically, so a reader never sees half of it.
+    The `voice` column is written only when some row has a voice (`TESTSET_VOICE_HEADER`), so a test set without
+    voices reads as before. The file is replaced atomically, so a reader never sees half of it.
 
     Args:
         path: the file to create or replace; its directory must exist.
         rows: the rows, written in order.
 
     Raises:
-        ValueError: a field holds `|` or a line break, which the format cannot represent.
+        ValueError: a field holds `|` or a line break, which the format cannot represent, or a voice is empty.
     """
     file = Path(path)
     base = file.resolve().parent
-    lines = [TESTSET_HEADER]
+    with_voice = any(row.voice is not None for row in rows)
+    lines = [TESTSET_VOICE_HEADER if with_voice else TESTSET_HEADER]
     for row in rows:
         fields = [row.id, _relative(row.ref_audio, base), row.ref_text, row.gen_text]
         fields.append("" if row.gt_audio is None else _relative(row.gt_audio, base))
-        for name, value in zip(_COLUMNS, fields, strict=True):
+        if with_voice:
+            if row.voice is not None and not row.voice.strip():
+                raise ValueError(f"test set row {row.id!r}: voice is empty (give a name, or None for no voice)")
+            fields.append(row.voice or "")
+        for name, value in zip(_COLUMNS[: len(fields)], fields, strict=True):
             if _SEP in value or "\n" in value or "\r" in value:
                 raise ValueError(f"test set row {row.id!r}: {name} holds '|' or a line break: {value!r}")
         lines.append(_SEP.join(fields))
@@ -125,8 +138,10 @@ def _our_row(file: Path, number: int, line: str, base: Path, columns: int) -> Te
             f"{where}: expected {columns} fields separated by '|' ({'|'.join(_COLUMNS[:columns])}), "
             f"got {len(fields)} (text cannot hold '|')"
         )
-    gt = fields[4].strip() if columns == len(_COLUMNS) else ""
-    return _row(where, base, fields[0], fields[1], fields[2], fields[3], gt or None)
+    gt = fields[4].strip() if columns >= 5 else ""
+    row = _row(where, base, fields[0], fields[1], fields[2], fields[3], gt or None)
+    voice = fields[5].strip() if columns == 6 else ""
+    return replace(row, voice=voice) if voice else row
 
 
 def _meta_lst_row(file: Path, number: int, line: str, base: Path) -> TestRow:

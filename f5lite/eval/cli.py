@@ -15,7 +15,8 @@ Keys (configs/eval.yaml, schema f5lite/eval/config.py):
   model         an f5lite export or run directory, or an official F5-TTS .safetensors/.pt (with recipe= and vocab=)
   audio_dir     instead of model: score <id>.wav (or .flac, .ogg, .mp3) found there
   testset       id|ref_audio|ref_text|gen_text|gt_audio with that header (gt_audio optional, paths relative to the
-                file), or seed-tts-eval's meta.lst (id|ref_text|ref_audio|gen_text[|gt_audio])
+                file; a sixth column, voice, names each row's voice), or seed-tts-eval's meta.lst
+                (id|ref_text|ref_audio|gen_text[|gt_audio])
   output        directory of results.jsonl, summary.json, report.html and audio/<id>.wav; a rerun with the same
                 settings resumes there, any other non-empty directory is refused
   metrics       any of wer (cer for lang=zh), sim, mos, mel (default: all; mel needs gt_audio)
@@ -23,6 +24,8 @@ Keys (configs/eval.yaml, schema f5lite/eval/config.py):
                 training sentences, e.g. by scripts/make_speak_corpus.py), whisper:<dir or hub id>,
                 faster-whisper:<dir or size>, paraformer:<dir>
   speaker       resemblyzer (default), wavlm:<dir or hub id>
+  voices        an enrollment list (voice|split|audio, split train or held_out, at least two clips per voice): the
+                rows with a voice are also scored for cloning (calibrated SIM, speaker identification, EER; needs sim)
   mos           dnsmos (default)
   lang          en (default) or zh
   limit         evaluate only the first N rows
@@ -37,18 +40,20 @@ Keys (configs/eval.yaml, schema f5lite/eval/config.py):
                 (default: the model's vocoder; none with audio_dir), none, griffin_lim, vocos
   sample.*      the sampler's settings, listed below (e.g. sample.steps=7 sample.cfg_strength=0)
 
-Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, mos, duration and vocoder_path are taken
-verbatim.
+Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, voices, mos, duration and vocoder_path are
+taken verbatim.
 Every input is checked before the first row is synthesized; a bad one prints one line and exits with status 2.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from f5lite.config.compose import compose_tool_config
 from f5lite.config.sample_args import sample_keys_help
+from f5lite.eval.cloning import SOURCES
 from f5lite.eval.config import EvalConfig
 from f5lite.eval.outdir import REPORT_FILE
 from f5lite.eval.run import evaluate
@@ -63,6 +68,7 @@ _LITERAL_KEYS = {
     "output",
     "asr",
     "speaker",
+    "voices",
     "mos",
     "duration",
     "sample.vocoder_source",
@@ -113,8 +119,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if floor:
             figures = ", ".join(f"{k}={v:.4g}" for k, v in floor.items() if k != "count")
             sys.stdout.write(f"{label} ({int(floor['count'])} items): {figures}\n")
+    _print_cloning(outcome.summary.get("cloning"))
     sys.stdout.write(f"wrote {outcome.output / REPORT_FILE}\n")
     return 0
+
+
+def _print_cloning(cloning: Mapping[str, Any] | None) -> None:
+    if not cloning:
+        return
+    for source in SOURCES:
+        figures = cloning["overall"].get(source)
+        if figures:
+            shown = ", ".join(f"{k}={figures[k]:.4g}" for k in ("sim_calibrated", "top1", "eer") if k in figures)
+            sys.stdout.write(f"cloning, {source.replace('_', ' ')} ({figures['rows']} items): {shown}\n")
 
 
 if __name__ == "__main__":

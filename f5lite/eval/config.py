@@ -32,7 +32,8 @@ class EvalConfig:
     """Score audio that already exists instead: `<id>.wav` (or `.flac`, `.ogg`, `.mp3`) for every row, e.g. another
     system's output, or the ground truth itself."""
     testset: str | None = None
-    """The test set: `id|ref_audio|ref_text|gen_text|gt_audio` with that header, or seed-tts-eval's `meta.lst`."""
+    """The test set: `id|ref_audio|ref_text|gen_text|gt_audio` with that header (a sixth column, `voice`, names each
+    row's voice for `voices`), or seed-tts-eval's `meta.lst`."""
     output: str | None = None
     """Directory of the results (`results.jsonl`, `summary.json`, `report.html`, `audio/`). Created if missing; an
     earlier run's output with the same settings is resumed, any other non-empty directory is refused."""
@@ -44,6 +45,12 @@ class EvalConfig:
     `paraformer:<dir>`."""
     speaker: str = MetricSettings.speaker
     """Speaker encoder of `sim`: `resemblyzer` or `wavlm:<dir or hub id>`."""
+    voices: str | None = None
+    """The enrollment list (`voice|split|audio`, every clip of every voice of the corpus, at least two per voice):
+    when given, the rows with a `voice` are also scored for cloning with the `sim` metric's speaker encoder (which
+    it needs): similarity calibrated on the test set's voices (`sim_calibrated`), the enrolled voice the output is
+    identified as (`speaker_top1`, `speaker_correct`) and the verification EER, per voice in `summary.json`
+    (`cloning`) and `report.html`."""
     mos: str = MetricSettings.mos
     """Quality predictor of `mos`: `dnsmos`."""
     lang: str = MetricSettings.language
@@ -90,6 +97,8 @@ class EvalConfig:
         if len(set(self.metrics)) != len(self.metrics):
             raise ValueError(f"metrics={self.metrics!r} names a metric twice")
         check_choice("lang", self.lang, LANGUAGES)
+        if self.voices is not None and "sim" not in self.metrics:
+            raise ValueError("voices= scores cloning with the speaker encoder of the sim metric: add sim to metrics")
         check_at_least("limit", self.limit, 1, allow_none=True)
         check_at_least("report_items", self.report_items, 0)
         if not DEVICE_PATTERN.fullmatch(self.device):

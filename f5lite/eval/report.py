@@ -6,8 +6,11 @@ direction). The first `embed` items carry their audio (output, reference, ground
 data URIs and their mel-spectrograms as PNG data URIs;
 the rest are table rows only, which keeps the page to a few megabytes per 10 embedded items of 5 s. An `f0_rmse` that
 rests on fewer than `F0_FEW_PAIRS` voiced frame pairs is marked "few" and counted under the summary: over a handful
-of frames the figure is noise. Nothing is
-loaded from elsewhere, so the file can be mailed or attached to a run as it is. All text is HTML-escaped.
+of frames the figure is noise. With cloning metrics (`voices=`) a per-voice table follows the summary (rows, error
+rate, similarity raw and calibrated, top-1 accuracy and EER of the model beside the floors, then per split and over
+all rows) with players for the reference, the output and the ground truth of each voice's first row (three clips a
+voice: a test set of 25 voices adds about 10 MB). Nothing is loaded from elsewhere, so the file can be mailed or
+attached to a run as it is. All text is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ from f5lite.metrics.scoring import LOWER_IS_BETTER, SUMMED_KEYS
 
 _PRIMARY = ("wer", "cer")
 _NON_METRIC = ("id", "gen_text", "audio", "seconds", "seed", "gt", "gt_vocoded", "transcript")
-_NOT_SETTINGS = ("means", "ground_truth", "ground_truth_vocoded")  # the summary's keys shown in the summary table
+_NOT_SETTINGS = ("means", "ground_truth", "ground_truth_vocoded", "cloning")  # the summary's keys shown in tables
+_CLONING_COLUMNS = (("sim", "SIM"), ("sim_calibrated", "calibrated SIM"), ("top1", "top-1"), ("eer", "EER"))
+"""The figures of each source in the per-voice table after the error rate, and their headings."""
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin-bottom: 1.5em; }
@@ -50,6 +55,8 @@ figcaption { font-size: 12px; color: #555; }
 audio { height: 32px; width: 260px; display: block; }
 img.mel { height: 100px; image-rendering: pixelated; display: block; max-width: 40em; }
 pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
+tr.split td, tr.all td { font-weight: 600; }
+div.voice-clips figure { display: inline-block; margin-right: 12px; }
 """
 
 
@@ -144,6 +151,7 @@ def write_report(
         "<p>Ground truth: each row's <code>gt_audio</code> scored as if it were the output (the mel metrics compare "
         "with it, so it has none): the floor the model's numbers are read against.</p>",
         _vocoded_note(summary),
+        _cloning_section(summary, rows, testset, output),
         f"<h2>Items, worst first{f' by {_esc(key)}' if key else ''}</h2>",
         f"<p>Audio and mel images for the first {min(embed, len(rows))} of {len(rows)} items.</p>",
         _items_table(worst_first(rows), columns, testset, output, embed),
@@ -252,11 +260,104 @@ def _media(row: Mapping[str, Any], test_row: TestRow | None, output: Path) -> st
     for label, file in clips:
         wave = load_audio(file)
         mel = "" if label == "reference" else f"<img class='mel' alt='mel of {label}' src='{_png_uri(wave)}'>"
-        figures.append(
-            f"<figure><figcaption>{label}</figcaption><audio controls preload='none' src='{_flac_uri(wave)}'>"
-            f"</audio>{mel}</figure>"
-        )
+        figures.append(_player(label, wave, mel))
     return "".join(figures)
+
+
+def _player(label: str, wave: Tensor, extra: str = "") -> str:
+    return (
+        f"<figure><figcaption>{_esc(label)}</figcaption><audio controls preload='none' src='{_flac_uri(wave)}'>"
+        f"</audio>{extra}</figure>"
+    )
+
+
+def _cloning_section(
+    summary: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    testset: Mapping[str, TestRow],
+    output: Path,
+) -> str:
+    cloning = summary.get("cloning")
+    if not cloning:
+        return ""
+    calibration = cloning["calibration"]
+    note = (
+        f"<p id='calibration'>Calibrated SIM: 0 is the mean cosine of two clips of two different voices of the test "
+        f"set ({_number(calibration['between'])} over {calibration['between_pairs']} pairs), 1 that of two clips of "
+        f"one voice ({_number(calibration['same'])} over {calibration['same_pairs']} pairs), measured on the "
+        f"enrollment clips of its {len(calibration['voices'])} voices. Top-1: the share of clips nearest to their own "
+        f"voice among all {cloning['enrolled_voices']} enrolled voices; EER: the verification equal error rate of the "
+        "clips against every enrolled voice.</p>"
+    )
+    return "\n".join(
+        [
+            "<h2 id='cloning'>Cloning</h2>",
+            note,
+            _voices_table(summary, cloning),
+            "<p>The reference, the output and the ground truth of each voice's first row.</p>",
+            _voice_players(cloning["per_voice"], rows, testset, output),
+        ]
+    )
+
+
+def _voices_table(summary: Mapping[str, Any], cloning: Mapping[str, Any]) -> str:
+    # The vocoded floor's columns only when there is one, as in the summary table.
+    sources = {"output": "model", "ground_truth": "ground truth"}
+    if summary.get("ground_truth_vocoded") is not None:
+        sources["ground_truth_vocoded"] = "ground truth, vocoded"
+    overall = cloning["overall"]
+    # The error rate's column only when it was scored (`wer`, or `cer` for Chinese).
+    rates = [key for key in ("wer", "cer") if any(key in (overall.get(source) or {}) for source in sources)]
+    columns = (*((key, key.upper()) for key in rates[:1]), *_CLONING_COLUMNS)
+    heads = "".join(f"<th colspan='{len(columns)}'>{label}</th>" for label in sources.values())
+    subheads = "".join(f"<th>{label}</th>" for _ in sources for _, label in columns)
+    lines = [
+        f"<table id='voices'><thead><tr><th rowspan='2'>voice</th><th rowspan='2'>split</th><th rowspan='2'>rows</th>"
+        f"{heads}</tr><tr>{subheads}</tr></thead><tbody>"
+    ]
+
+    def row(kind: str, name: str, split: str, figures: Mapping[str, Any]) -> str:
+        cells = "".join(
+            f"<td class='num'>{_number((figures.get(source) or {}).get(key))}</td>"
+            for source in sources
+            for key, _ in columns
+        )
+        return (
+            f"<tr class='{kind}'><td>{_esc(name)}</td><td>{_esc(split)}</td>"
+            f"<td class='num'>{_count(figures.get('rows'))}</td>{cells}</tr>"
+        )
+
+    for voice, figures in cloning["per_voice"].items():
+        lines.append(row("voice", voice, figures["split"], figures))
+    for split, figures in cloning["by_split"].items():
+        lines.append(row("split", f"{split} voices ({figures['voices']})", split, figures))
+    lines.append(row("all", "all", "", overall))
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def _voice_players(
+    per_voice: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    testset: Mapping[str, TestRow],
+    output: Path,
+) -> str:
+    parts = []
+    for voice in per_voice:
+        first = next(row for row in rows if row.get("voice") == voice)
+        test_row = testset.get(str(first["id"]))
+        audio = Path(str(first["audio"]))
+        clips: list[tuple[str, Path]] = [("output", audio if audio.is_absolute() else output / audio)]
+        if test_row is not None:
+            clips.insert(0, ("reference", test_row.ref_audio))
+            if test_row.gt_audio is not None:
+                clips.append(("ground truth", test_row.gt_audio))
+        players = "".join(_player(label, load_audio(file)) for label, file in clips)
+        parts.append(
+            f"<div class='voice-clips' id='clips-{_esc(voice)}'><h3>{_esc(voice)} ({_esc(per_voice[voice]['split'])}), "
+            f"row {_esc(first['id'])}</h3>{players}</div>"
+        )
+    return "\n".join(parts)
 
 
 def _flac_uri(wave: Tensor) -> str:

@@ -14,6 +14,10 @@ which compare with the ground truth, are left out there): the floor the model's 
 `floor_vocoder` (by default the model's own vocoder) the ground truth is also made a log-mel, decoded by that vocoder,
 written to `gt_vocoded/<id>.wav` and scored (`gt_vocoded`, mel metrics included: they measure what the vocoder
 alone loses): the floor of the path the model's speech takes (see `f5lite.eval.floors`).
+
+With `voices` (an enrollment list) the rows with a `voice`, and their floors, are also scored for cloning, and
+`summary.json` gets `cloning` (see `f5lite.eval.cloning`); the enrollment clips are embedded and the calibration
+measured before the first row, so an unknown voice or a calibration the encoder cannot draw stops the run there.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from tqdm import tqdm
 from f5lite.atomic import write_json_atomic
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, save_audio
 from f5lite.data.testset import TestRow, read_testset
+from f5lite.eval.cloning import check_testset_voices, cloning_summary
 from f5lite.eval.config import EvalConfig
 from f5lite.eval.duration import DurationCase, duration_cases, relative_errors
 from f5lite.eval.floors import VOCODED_DIR, planned_floor_vocoder, resolve_floor_vocoder, vocode
@@ -50,13 +55,17 @@ from f5lite.infer.config import DURATION_MODES
 from f5lite.infer.duration import DurationEstimator, resolve_duration
 from f5lite.infer.loading import resolve_device
 from f5lite.infer.synthesizer import Synthesizer
+from f5lite.metrics.cloning import CloningScorer
 from f5lite.metrics.items import EvalItem, MetricSettings
 from f5lite.metrics.scoring import Metric, build_metrics, score_item, summarize
+from f5lite.metrics.speaker import load_speaker_encoder
+from f5lite.metrics.voices import Enrollment, read_enrollment
 from f5lite.version import __version__
 
 AUDIO_EXTENSIONS = ("wav", "flac", "ogg", "mp3")
 """What `audio_dir` is searched for, in this order: `<id>.wav`, then `<id>.flac`, ..."""
-ROW_FIELDS = ("id", "gen_text", "audio", "seconds", "seed", "gt", "gt_vocoded", "duration_error_rule", "duration_error")
+ROW_FIELDS = ("id", "gen_text", "audio", "seconds", "seed", "voice", "gt", "gt_vocoded", "duration_error_rule",
+              "duration_error")  # fmt: skip
 """The keys of a result row that are not metric results (the duration errors are summarized apart, as medians)."""
 BACKEND_OF = {"wer": "asr", "sim": "speaker", "mos": "mos"}
 """The config key that picks each metric's backend (`mel` has none)."""
@@ -94,12 +103,16 @@ def evaluate(cfg: EvalConfig, *, progress: bool = False) -> EvalOutcome:
         What was written.
 
     Raises:
-        ValueError: a bad input (test set, audio, output directory, metric backend, model), in one line.
+        ValueError: a bad input (test set, enrollment list, a row's voice not in it, audio, output directory, metric
+            backend, model), or a speaker calibration the encoder cannot draw, in one line.
         ImportError: a metric backend's package is not installed.
         OSError: the Vocos weights cannot be found, or an output cannot be written.
     """
     started = time.perf_counter()
-    rows = read_testset(str(cfg.testset))[: cfg.limit]
+    every_row = read_testset(str(cfg.testset))
+    rows = every_row[: cfg.limit]
+    enrollment = read_enrollment(cfg.voices) if cfg.voices is not None else None
+    voices = check_testset_voices(every_row, enrollment, str(cfg.testset)) if enrollment is not None else []
     found = find_audio(Path(cfg.audio_dir), rows) if cfg.audio_dir is not None else None
     device = resolve_device(cfg.device)
     output = Path(str(cfg.output))
@@ -107,6 +120,7 @@ def evaluate(cfg: EvalConfig, *, progress: bool = False) -> EvalOutcome:
     done = resumable_rows(output, settings, [row.id for row in rows])
     backends = MetricSettings(asr=cfg.asr, speaker=cfg.speaker, mos=cfg.mos, language=cfg.lang, device=str(device))
     metrics = build_metrics(cfg.metrics, backends)
+    cloning = _enroll(enrollment, voices, backends) if enrollment is not None else None
     model_vocoder: Vocoder | None = None
     if found is not None:
         audio_of = _existing(found)
@@ -125,13 +139,15 @@ def evaluate(cfg: EvalConfig, *, progress: bool = False) -> EvalOutcome:
         if row.id in done:
             results.append(done[row.id])
             continue
-        result = score_row(metrics, row, *audio_of(row), floor_vocoder=floor_vocoder, output=output)
+        result = score_row(metrics, row, *audio_of(row), floor_vocoder=floor_vocoder, output=output, cloning=cloning)
         if row.id in cases:
             result.update(duration_results(cases[row.id], estimator))
         append_result(output, result)
         results.append(result)
     summary = build_summary(results, settings, time.perf_counter() - started, resumed=len(done))
     summary["duration"] = duration_summary(results, estimator.name)
+    if cloning is not None and enrollment is not None:
+        summary["cloning"] = cloning_summary(results, enrollment, cloning.calibration)
     write_json_atomic(output / SUMMARY_FILE, summary)
     write_report(output / REPORT_FILE, summary, results, {row.id: row for row in rows}, output, cfg.report_items)
     return EvalOutcome(output, results, summary)
@@ -196,6 +212,7 @@ def score_row(
     *,
     floor_vocoder: Vocoder | None = None,
     output: Path | None = None,
+    cloning: CloningScorer | None = None,
 ) -> dict[str, Any]:
     """Score one row's audio, and its ground truth when the row has one (as it is, and vocoded).
 
@@ -208,11 +225,14 @@ def score_row(
         floor_vocoder: the vocoder of the vocoded floor, or None for none.
         output: the output directory, where the vocoded ground truth is written (`gt_vocoded/<id>.wav`); needed
             with `floor_vocoder`.
+        cloning: the cloning scorer (`voices=`), or None; it scores rows with a `voice`, and their floors.
 
     Returns:
-        The result row: `id`, `gen_text`, `audio`, `seconds`, `seed` (when synthesized), every metric's keys, and
-        when the row has `gt_audio`: `gt` (the ground truth's metric keys, mel metrics excepted) and, with a
-        `floor_vocoder`, `gt_vocoded` (the vocoded ground truth's metric keys, mel metrics against the ground truth).
+        The result row: `id`, `gen_text`, `audio`, `seconds`, `seed` (when synthesized), `voice` (when the row has
+        one), every metric's keys, with `cloning` the cloning keys (`sim_calibrated`, `speaker_top1`,
+        `speaker_correct`, `speaker_scores`), and when the row has `gt_audio`: `gt` (the ground truth's metric and
+        cloning keys, mel metrics excepted) and, with a `floor_vocoder`, `gt_vocoded` (the vocoded ground truth's
+        metric and cloning keys, mel metrics against the ground truth).
     """
     wave = load_audio(audio_file)  # the file as written, so audio_dir= on it scores the same
     ref = load_audio(row.ref_audio)
@@ -231,9 +251,12 @@ def score_row(
     result["seconds"] = wave.numel() / SAMPLE_RATE
     if seed is not None:
         result["seed"] = seed
-    result.update(score_item(metrics, item))
+    if row.voice is not None:
+        result["voice"] = row.voice
+    result.update(_with_cloning(score_item(metrics, item), wave, cloning, row.voice))
     if gt is not None:
         floor = score_item(metrics, EvalItem(row.id, row.gen_text, gt, SAMPLE_RATE, ref, SAMPLE_RATE))
+        floor = _with_cloning(floor, gt, cloning, row.voice)
         if floor:
             result["gt"] = floor
         if floor_vocoder is not None:
@@ -244,8 +267,18 @@ def score_row(
             save_audio(vocoded_file, vocode(gt, floor_vocoder), SAMPLE_RATE)
             vocoded = load_audio(vocoded_file)  # as written, like the model's output
             item = EvalItem(row.id, row.gen_text, vocoded, SAMPLE_RATE, ref, SAMPLE_RATE, gt, SAMPLE_RATE)
-            result["gt_vocoded"] = score_item(metrics, item)
+            result["gt_vocoded"] = _with_cloning(score_item(metrics, item), vocoded, cloning, row.voice)
     return result
+
+
+def _with_cloning(
+    scores: Mapping[str, float | str], wave: torch.Tensor, cloning: CloningScorer | None, voice: str | None
+) -> dict[str, Any]:
+    """A clip's metric results, with its cloning keys when there is a scorer and the row has a voice."""
+    if cloning is None or voice is None:
+        return dict(scores)
+    sim = scores.get("sim")
+    return {**scores, **cloning.score(wave, SAMPLE_RATE, voice, sim if isinstance(sim, float) else None)}
 
 
 def duration_results(case: DurationCase, estimator: DurationEstimator) -> dict[str, float]:
@@ -318,7 +351,8 @@ def run_settings(cfg: EvalConfig, device: torch.device) -> dict[str, Any]:
     Returns:
         JSON-serializable settings: the scored source (model or audio_dir, with absolute paths), the test set and
         its SHA-256, the metrics and their backends, the language and device, the vocoder of the vocoded floor
-        (null: none), and for a model the sampler and synthesis settings.
+        (null: none), with `voices` the enrollment list and its SHA-256, and for a model the sampler and synthesis
+        settings.
     """
     testset = Path(str(cfg.testset)).resolve()
     settings: dict[str, Any] = {
@@ -331,6 +365,10 @@ def run_settings(cfg: EvalConfig, device: torch.device) -> dict[str, Any]:
         "duration": cfg.duration if cfg.duration in DURATION_MODES else str(Path(cfg.duration).resolve()),
         "floor_vocoder": planned_floor_vocoder(cfg.floor_vocoder, cfg.sample.vocoder if cfg.model else None),
     }
+    if cfg.voices is not None:
+        # Only with voices=, so that a run without them resumes from an output made before the key existed.
+        voices = Path(cfg.voices).resolve()
+        settings["voices"] = {"file": str(voices), "sha256": hashlib.sha256(voices.read_bytes()).hexdigest()}
     if cfg.audio_dir is not None:
         return {"audio_dir": str(Path(cfg.audio_dir).resolve()), **settings}
     sample = asdict(cfg.sample)
@@ -354,6 +392,11 @@ def versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return found
+
+
+def _enroll(enrollment: Enrollment, voices: Sequence[str], backends: MetricSettings) -> CloningScorer:
+    # The sim metric's encoder, which `load_speaker_encoder` loads once per process: one encoder scores both.
+    return CloningScorer.enroll(load_speaker_encoder(backends.speaker, backends.device), enrollment, voices)
 
 
 def _load_synthesizer(cfg: EvalConfig, device: torch.device) -> Synthesizer:

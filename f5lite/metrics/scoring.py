@@ -31,6 +31,7 @@ LOWER_IS_BETTER: dict[str, bool] = {
     "mcd": True,
     "f0_rmse": True,
     "sim": False,
+    "sim_calibrated": False,  # f5lite-eval's cloning metrics (`f5lite.metrics.cloning`), with voices=
     "mos": False,
     "mos_sig": False,
     "mos_bak": False,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from f5lite.data.testset import TESTSET_HEADER, TestRow, read_testset, write_testset
+from f5lite.data.testset import TESTSET_HEADER, TESTSET_VOICE_HEADER, TestRow, read_testset, write_testset
 
 
 @pytest.fixture
@@ -58,6 +58,36 @@ def test_write_then_read_gives_the_same_rows_with_relative_paths(clips: Path) ->
         "b|../ref/b.wav|Ref b.|Gen b.|",
     ]
     assert read_testset(file) == rows
+
+
+def test_the_voice_column_is_read_and_written_only_when_a_row_has_a_voice(clips: Path) -> None:
+    assert TESTSET_VOICE_HEADER == "id|ref_audio|ref_text|gen_text|gt_audio|voice"
+    file = write(
+        clips / "test.lst",
+        TESTSET_VOICE_HEADER,
+        "a|ref/a.wav|Ref.|Gen.|gt/a.wav| ann ",
+        "b|ref/b.wav|Ref.|Gen.||",  # a row may leave its voice empty
+    )
+    rows = read_testset(file)
+    assert rows == [
+        TestRow("a", clips / "ref/a.wav", "Ref.", "Gen.", clips / "gt/a.wav", "ann"),
+        TestRow("b", clips / "ref/b.wav", "Ref.", "Gen.", None),
+    ]
+    assert rows[1].voice is None
+    write_testset(clips / "again.lst", rows)
+    assert (clips / "again.lst").read_text().splitlines() == [
+        TESTSET_VOICE_HEADER,
+        "a|ref/a.wav|Ref.|Gen.|gt/a.wav|ann",
+        "b|ref/b.wav|Ref.|Gen.||",
+    ]
+    assert read_testset(clips / "again.lst") == rows
+    write_testset(clips / "plain.lst", [rows[1]])
+    assert (clips / "plain.lst").read_text().splitlines()[0] == TESTSET_HEADER  # no voice: no column
+    for voice, message in (("x|y", "voice holds '|'"), (" ", "voice is empty")):
+        with pytest.raises(ValueError, match=message):
+            write_testset(clips / "x.lst", [TestRow("a", clips / "ref/a.wav", "Ref.", "Gen.", None, voice)])
+    with pytest.raises(ValueError, match=r"test.lst:2: expected 6 fields separated by '\|' \(.*\|gt_audio\|voice\)"):
+        read_testset(write(clips / "test.lst", TESTSET_VOICE_HEADER, "a|ref/a.wav|Ref.|Gen.|"))
 
 
 def test_write_refuses_a_separator_or_line_break_in_a_field(clips: Path) -> None:

@@ -172,6 +172,7 @@ def test_every_numeric_result_key_has_a_direction() -> None:
     assert {key for key, lower in LOWER_IS_BETTER.items() if lower} == {"wer", "cer", "mel_l1", "mcd", "f0_rmse"}
     assert {key for key, lower in LOWER_IS_BETTER.items() if not lower} == {
         "sim",
+        "sim_calibrated",
         "mos",
         "mos_sig",
         "mos_bak",

@@ -1,0 +1,129 @@
+"""scripts/make_clone_corpus.py: the plan is seeded, no held-out voice (in any form) and no test sentence reaches
+training, a third of the test sentences come from templates training never uses; with the engines installed, a small
+corpus is a prepared folder, a test set with voices and an enrollment list f5lite-eval reads."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from lhotse import CutSet
+from support.scripts import load_script
+
+from f5lite.data.testset import read_testset
+from f5lite.metrics.langmodel import sentence_words
+
+ENGINES = all(shutil.which(p) for p in ("flite", "text2wave", "espeak-ng"))
+SMALL = ["--train", "60", "--test-per-voice", "2", "--train-rows-per-voice", "1", "--prompts", "2", "--enroll", "2",
+         "--val", "2", "--workers", "1", "--adapt-minutes", "0.3"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def corpus() -> ModuleType:
+    return load_script("make_clone_corpus")
+
+
+def _plan(corpus: ModuleType, out: Path, seed: int = 0) -> tuple:
+    args = corpus.parse_args(["--out", str(out), *SMALL, "--seed", str(seed)])
+    return corpus.plan_corpus(out, args)
+
+
+def test_enough_voices_and_the_held_out_ones_are_never_a_training_voice_in_any_form(corpus: ModuleType) -> None:
+    train, held = corpus.voices_of("train"), corpus.voices_of("held_out")
+    assert len(train) >= 16 and len(held) >= 4
+    assert {v.split for v in corpus.VOICES} == set(corpus.SPLITS)
+    assert len({v.name for v in corpus.VOICES}) == len(corpus.VOICES)
+    # "In any form": no training voice is the same engine voice as a held-out one, whatever its vocal tract.
+    assert not {(v.engine, v.engine_voice) for v in train} & {(v.engine, v.engine_voice) for v in held}
+    recorded = [v for v in held if v.engine in ("flite", "festival")]
+    assert len({v.engine for v in recorded}) == 2, "a flite and a festival recorded-speaker voice are held out"
+
+
+def test_the_plan_is_seeded_and_keeps_held_out_voices_and_test_sentences_out_of_training(
+    corpus: ModuleType, tmp_path: Path
+) -> None:
+    plan, training, tests = _plan(corpus, tmp_path)
+    again, training_again, tests_again = _plan(corpus, tmp_path)
+    assert (plan, training, tests) == (again, training_again, tests_again)
+    assert _plan(corpus, tmp_path, seed=1)[1] != training
+    held = {v.name for v in corpus.voices_of("held_out")}
+    assert not {voice.name for _, _, voice in plan.train} & held, "a held-out voice reads a training clip"
+    # Every training clip's text is two training sentences; no test sentence is among them.
+    said = {s for _, text, _ in plan.train for s in training if s in text}
+    assert said <= set(training) and not set(tests) & set(training)
+    assert not any(t in text for t in tests for _, text, _ in plan.train)
+    # Test rows: each held-out voice and each training voice, unseen sentences, prompts read by the row's voice.
+    voices = [row[1].name for row in plan.tests]
+    assert voices.count("slt") == 2 and voices.count("awb") == 1
+    assert {row[2] for row in plan.tests} <= set(tests) and len({row[2] for row in plan.tests}) == len(plan.tests)
+    for ident, voice, _, gt, prompt, prompt_text in plan.tests:
+        assert gt.name == f"{ident}.flac" and prompt.parent.name == voice.name and prompt_text in training
+    # Every word of a test sentence was seen in training (the recogniser's vocabulary can spell it).
+    seen = {w for words in sentence_words(training) for w in words}
+    assert all(set(words) <= seen for words in sentence_words(tests))
+
+
+def _template_pattern(template: str, speak: ModuleType, words) -> re.Pattern[str]:
+    """A template as a regular expression over lower-case sentences, each slot the words it draws from."""
+    slots = {"det": (*speak.DETERMINERS, "an"), "noun": [n for n, _ in words.nouns], "nouns": [p for _, p in words.nouns],
+             "adj": words.sections["adjective"], "name": words.sections["name"], "tv": words.sections["transitive"],
+             "iv": words.sections["intransitive"], "prep": words.sections["preposition"],
+             "place": words.sections["place"], "adv": words.sections["adverb"], "num": words.sections["number"]}  # fmt: skip
+    parts = [f"(?:{'|'.join(re.escape(w.lower()) for w in slots[t.strip('{}')])})" if t.startswith("{") else
+             re.escape(t) for t in template.split()]  # fmt: skip
+    return re.compile(" ".join(parts))
+
+
+def test_a_third_of_the_test_sentences_come_from_templates_training_never_uses(corpus: ModuleType, tmp_path) -> None:
+    _, training, tests = _plan(corpus, tmp_path)
+    speak = load_script("make_speak_corpus")
+    words = speak.read_word_list()
+    trained = [_template_pattern(t, speak, words) for t in speak.TEMPLATES]
+    extra = [_template_pattern(t, speak, words) for t in corpus.EXTRA_TEMPLATES]
+
+    def matches(patterns: list[re.Pattern[str]], sentence: str) -> bool:
+        return any(p.fullmatch(sentence.lower().rstrip(".")) for p in patterns)
+
+    assert all(matches(trained, s) for s in training)
+    outside = [s for s in tests if not matches(trained, s)]
+    assert len(outside) == len(tests) // 3 and all(matches(extra, s) for s in outside)
+
+
+def test_bad_arguments_are_one_line(corpus: ModuleType) -> None:
+    with pytest.raises(SystemExit):
+        corpus.parse_args(["--enroll", "1"])
+    with pytest.raises(SystemExit):
+        corpus.parse_args(["--train", "10", "--val", "5"])
+    assert isinstance(corpus.parse_args([]), argparse.Namespace)
+
+
+@pytest.mark.heavy
+@pytest.mark.skipif(not ENGINES, reason="needs flite, festival and espeak-ng (apt-get install flite festival "
+                    "festvox-kallpc16k festvox-kdlpc16k espeak-ng)")  # fmt: skip
+def test_a_small_corpus_is_prepared_with_a_voice_test_set_an_enrollment_list_and_licences(
+    corpus: ModuleType, tmp_path: Path
+) -> None:
+    pytest.importorskip("pocketsphinx")
+    from f5lite.metrics.voices import read_enrollment
+
+    out = tmp_path / "clone"
+    assert corpus.main(["--out", str(out), *SMALL]) == 0
+    held = {v.name for v in corpus.voices_of("held_out")}
+    with open(out / "metadata.csv", encoding="utf-8") as file:
+        speakers = {row["speaker"] for row in csv.DictReader(file, delimiter="|")}
+    assert speakers == {v.name for v in corpus.voices_of("train")}
+    cuts = [*CutSet.from_file(out / "cuts.jsonl.gz"), *CutSet.from_file(out / "val" / "cuts.jsonl.gz")]
+    assert not {c.supervisions[0].speaker for c in cuts} & held
+    assert not any(name in c.recording.sources[0].source for c in cuts for name in held)
+    rows = read_testset(out / "test" / "testset.txt")
+    assert {r.voice for r in rows} == {v.name for v in corpus.VOICES}
+    enrolled = read_enrollment(out / "test" / "voices.txt")
+    assert enrolled.splits == {v.name: v.split for v in corpus.VOICES}
+    licences = (out / "LICENCES.md").read_text()
+    assert all(f"| {v.name} |" in licences for v in corpus.VOICES)
+    assert (out / "licences" / "flite.txt").is_file() and (out / "asr" / "lm.arpa").is_file()
