@@ -10,7 +10,7 @@ PYTEST_FLAGS ?=
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus clone-corpus bench-speaks bench-reward demo bench bench-gpu docs lint fmt typecheck wheel-check clean
+.PHONY: help install test test-heavy test-golden test-slow test-gpu test-browser test-mutants speak-corpus clone-corpus bench-speaks bench-clone bench-reward demo bench bench-gpu docs lint fmt typecheck wheel-check clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -121,6 +121,15 @@ SPEAK_MINUTES ?= 45
 bench-speaks: $(STAMP) $(F5TTS_DIR)/.installed ## speak_cpu, speak_cpu_char and F5-TTS's trainer from scratch side by side for SPEAK_MINUTES (45) each, the cores shared out (one thread each on 2 cores); WER/SIM/MOS curves into scripts/results/ (needs make speak-corpus)
 	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/bench_speaks.py --minutes $(SPEAK_MINUTES) \
 		--char-corpus $(SPEAK_DIR) --ipa-corpus $(SPEAK_DIR)_ipa --work runs/bench_speaks --out-dir scripts/results
+
+# Issue 55's comparison: clone_cpu's model (speak_cpu's, tested equal) and F5-TTS's own trainer on the clone corpus,
+# side by side for SPEAK_MINUTES each (one thread each), scored on the 60 held-out-voice rows with the cloning metrics.
+# F5-TTS reads characters: a second copy of the corpus prepared for them (made once, 2 min).
+bench-clone: $(STAMP) $(F5TTS_DIR)/.installed ## clone_cpu and F5-TTS's trainer from scratch on the clone corpus side by side for SPEAK_MINUTES (45) each; WER and cloning curves on the held-out voices into scripts/results/ (needs make clone-corpus)
+	test -f $(CLONE_DIR)_char/test/testset.txt || $(BIN)/python scripts/make_clone_corpus.py --out $(CLONE_DIR)_char --tokenizer char
+	PYTHONPATH=$(F5TTS_DIR) $(BIN)/python scripts/bench_speaks.py --minutes $(SPEAK_MINUTES) --arms f5lite f5tts \
+		--char-corpus $(CLONE_DIR)_char --ipa-corpus $(CLONE_DIR) --set optim.max_updates=5000 --limit 60 \
+		--work runs/bench_clone --out-dir scripts/results --tag clone_cpu
 
 REWARD_MINUTES ?= 50
 REWARD_START ?= runs/speak_cpu/export

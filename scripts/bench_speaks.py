@@ -71,6 +71,8 @@ class Point:
     wer: float | None = None
     sim: float | None = None
     mos: float | None = None
+    sim_calibrated: float | None = None
+    top1: float | None = None
 
 
 @dataclass
@@ -227,9 +229,23 @@ def tool(name: str) -> str:
 
 
 def eval_keys(corpus: Path, out: Path, limit: int) -> list[str]:
-    """The f5lite-eval keys every scoring shares: test set, recogniser vocabulary, metrics, vocoder, rows."""
+    """The f5lite-eval keys every scoring shares: test set, recogniser vocabulary, metrics, vocoder, rows; and the
+    corpus's enrollment list (`make clone-corpus`'s `test/voices.txt`) when it has one, for the cloning metrics."""
+    voices = corpus / "test" / "voices.txt"
+    cloning = [f"voices={voices}"] if voices.is_file() else []
     return [f"testset={corpus / 'test' / 'testset.txt'}", f"output={out}", "metrics=[wer,sim,mos]",
-            f"asr=pocketsphinx:{corpus / 'asr'}", "vocoder=griffin_lim", f"limit={limit}"]  # fmt: skip
+            f"asr=pocketsphinx:{corpus / 'asr'}", "vocoder=griffin_lim", f"limit={limit}", *cloning]  # fmt: skip
+
+
+def cloning_means(summary: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The output's calibrated similarity and top-1 identification on the held-out voices (all rows when the test
+    set has none held out), or Nones without cloning metrics."""
+    cloning = summary.get("cloning")
+    if not cloning:
+        return None, None
+    scope = cloning["by_split"].get("held_out") or cloning["overall"]
+    output = scope.get("output") or {}
+    return output.get("sim_calibrated"), output.get("top1")
 
 
 def evaluate(command: list[str], out: Path, threads: int = 1) -> dict[str, Any]:
@@ -263,8 +279,10 @@ def score(arms: Sequence[Arm], work: Path, limit: int, points: int, jobs: int) -
     def one(task: tuple[Arm, Point, Path]) -> None:
         arm, point, path = task
         command, out = eval_command(arm, point.update, path, work, limit)
-        means = evaluate(command, out)["means"]
+        summary = evaluate(command, out)
+        means = summary["means"]
         point.wer, point.sim, point.mos = means.get("wer"), means.get("sim"), means.get("mos")
+        point.sim_calibrated, point.top1 = cloning_means(summary)
         print(f"bench_speaks: {arm.name} update {point.update} ({point.minutes} min): WER {point.wer}", flush=True)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -277,7 +295,10 @@ def floors(corpus: Path, work: Path, limit: int) -> dict[str, Any]:
     keys = [k for k in eval_keys(corpus, out, limit) if not k.startswith("vocoder=")]
     command = [tool("f5lite-eval"), f"audio_dir={corpus / 'test' / 'audio'}", *keys, "floor_vocoder=griffin_lim"]
     summary = evaluate(command, out, threads=2)
-    return {"recorded": summary["means"], "vocoded": summary.get("ground_truth_vocoded")}
+    floor = {"recorded": summary["means"], "vocoded": summary.get("ground_truth_vocoded")}
+    if summary.get("cloning"):
+        floor["cloning"] = summary["cloning"]["by_split"]
+    return floor
 
 
 # -------------------------------------------------------------------------------------------------- results
@@ -340,15 +361,16 @@ def markdown(result: dict[str, Any]) -> str:
              f"logical cores; {result['threads']} thread(s) per arm; budget: {budget}; {result['limit']} held-out rows.",
              ""]  # fmt: skip
     for key, values in (result.get("floors") or {}).items():
-        if values:
+        if values and key != "cloning":
             lines.append(f"- floor, {key}: WER {_fmt(values.get('wer'))}, SIM {_fmt(values.get('sim'))}, "
                          f"MOS {_fmt(values.get('mos'))}")  # fmt: skip
     for name, arm in result["arms"].items():
         overrides = "".join(f", {o}" for o in arm.get("overrides") or [])
         lines += ["", f"## {name} (recipe {arm['recipe']}{overrides}, {arm['corpus']})", "",
-                  "| update | minutes | WER | SIM | MOS |", "|---:|---:|---:|---:|---:|"]  # fmt: skip
-        lines += [f"| {p['update']} | {p['minutes']} | {_fmt(p['wer'])} | {_fmt(p['sim'])} | {_fmt(p['mos'])} |"
-                  for p in arm["points"]]  # fmt: skip
+                  "| update | minutes | WER | SIM | MOS | calibrated SIM | top-1 |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        lines += [f"| {p['update']} | {p['minutes']} | {_fmt(p['wer'])} | {_fmt(p['sim'])} | {_fmt(p['mos'])} | "
+                  f"{_fmt(p.get('sim_calibrated'))} | {_fmt(p.get('top1'))} |" for p in arm["points"]]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -51,7 +51,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import soundfile as sf
@@ -266,8 +266,11 @@ def plan_corpus(out: Path, args: argparse.Namespace) -> tuple[Plan, list[str], l
     random.Random(args.seed + 2).shuffle(test_sentences)
     rng = random.Random(args.seed + 3)
     train: list[tuple[Path, str, CloneVoice]] = []
+    jitter = random.Random(args.seed + 5)  # its own draw, so that --vtl-jitter 0 leaves the plan as it was
     for i in range(0, len(training) - 1, 2):
         voice = train_voices[(i // 2) % len(train_voices)]
+        if args.vtl_jitter:  # each training clip its own tract, near its voice's: a speaker continuum around each
+            voice = replace(voice, vtl=round(voice.vtl * jitter.uniform(1 - args.vtl_jitter, 1 + args.vtl_jitter), 4))
         train.append((Path("audio") / voice.name / f"{i // 2:05d}.flac", f"{training[i]} {training[i + 1]}", voice))
     tests: list[tuple[str, CloneVoice, str, Path, Path, str]] = []
     enroll: list[tuple[CloneVoice, Path]] = []
@@ -389,6 +392,7 @@ def build(out: Path, args: argparse.Namespace) -> dict[str, object]:
         "audio_hours": round(seconds / 3600, 4),
         "voices": [asdict(v) for v in VOICES],
         "tokenizer": args.tokenizer,
+        "vtl_jitter": args.vtl_jitter,
         "lm": {"order": LM_ORDER, "discount": LM_DISCOUNT, "from": "training sentences only"},
         "adapt": adapt,
         "packages": versions,
@@ -419,6 +423,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the held-out voice of the adaptation data (default slt)",
     )
     parser.add_argument("--adapt-minutes", type=float, default=5.0, help="minutes of adaptation data (default 5)")
+    parser.add_argument("--vtl-jitter", type=float, default=0.0,
+                        help="augmentation: each training clip's vocal tract times a factor drawn in [1 - J, 1 + J] "
+                        "(default 0: none); prompts, enrollment and test clips keep their voice's")  # fmt: skip
     parser.add_argument("--val", type=int, default=40, help="training clips prepare holds out for validation")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sentences and prompts (default 0)")
     parser.add_argument("--tokenizer", default="ipa", help="f5lite-prepare's tokenizer (default ipa)")
@@ -427,6 +434,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for name in ("workers", "test_per_voice", "prompts"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if not 0 <= args.vtl_jitter < 0.5:
+        parser.error(f"--vtl-jitter must be in [0, 0.5), got {args.vtl_jitter}")
     if args.adapt_minutes <= 0:
         parser.error(f"--adapt-minutes must be above 0, got {args.adapt_minutes}")
     if args.enroll < 2:

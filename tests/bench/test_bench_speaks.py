@@ -123,3 +123,21 @@ def test_every_arm_end_to_end_on_a_few_sentences(bench: ModuleType, tmp_path: Pa
         assert all(p["wer"] >= 0 and 0 < p["minutes"] <= 4 for p in arm["points"]), name
     assert result["floors"]["recorded"]["wer"] is not None and result["floors"]["vocoded"]["wer"] is not None
     assert (tmp_path / "work" / "bench_speaks_cpu.png").stat().st_size > 10_000
+
+
+def test_a_corpus_with_an_enrollment_list_is_scored_for_cloning(bench: ModuleType, tmp_path: Path) -> None:
+    """`make bench-clone` runs this bench on the clone corpus: its voices file goes to f5lite-eval, and the curve
+    keeps the held-out voices' calibrated similarity and top-1 (all rows' when none is held out)."""
+    (tmp_path / "test").mkdir()
+    assert not any(k.startswith("voices=") for k in bench.eval_keys(tmp_path, tmp_path / "out", 60))
+    (tmp_path / "test" / "voices.txt").write_text("voice|split|audio\n")
+    assert f"voices={tmp_path / 'test' / 'voices.txt'}" in bench.eval_keys(tmp_path, tmp_path / "out", 60)
+    held = {"output": {"sim_calibrated": 0.4, "top1": 0.5}}
+    train = {"output": {"sim_calibrated": 0.9, "top1": 1.0}}
+    summary = {"cloning": {"by_split": {"held_out": held, "train": train}, "overall": train}}
+    assert bench.cloning_means(summary) == (0.4, 0.5)
+    assert bench.cloning_means({"cloning": {"by_split": {"train": train}, "overall": train}}) == (0.9, 1.0)
+    assert bench.cloning_means({"means": {}}) == (None, None)
+    result = _result()
+    next(iter(result["arms"].values()))["points"][0].update(sim_calibrated=0.4, top1=0.5)
+    assert "| 0.400 | 0.500 |" in bench.markdown(result)

@@ -127,3 +127,18 @@ def test_a_small_corpus_is_prepared_with_a_voice_test_set_an_enrollment_list_and
     licences = (out / "LICENCES.md").read_text()
     assert all(f"| {v.name} |" in licences for v in corpus.VOICES)
     assert (out / "licences" / "flite.txt").is_file() and (out / "asr" / "lm.arpa").is_file()
+
+
+def test_the_vtl_jitter_varies_training_clips_alone_and_leaves_the_plan_as_it_was(corpus: ModuleType, tmp_path) -> None:
+    plain, training, tests = _plan(corpus, tmp_path)
+    args = corpus.parse_args(["--out", str(tmp_path), *SMALL, "--vtl-jitter", "0.1"])
+    jittered, training_j, tests_j = corpus.plan_corpus(tmp_path, args)
+    assert (training_j, tests_j) == (training, tests) and jittered.tests == plain.tests
+    assert jittered.enroll == plain.enroll
+    pairs = list(zip(plain.train, jittered.train, strict=True))
+    assert all(a[:2] == b[:2] and a[2].name == b[2].name for a, b in pairs)  # same files, texts and speakers
+    ratios = [b[2].vtl / a[2].vtl for a, b in pairs]
+    assert all(0.9 <= r <= 1.1 for r in ratios) and len({round(r, 3) for r in ratios}) > len(ratios) // 2
+    assert corpus.plan_corpus(tmp_path, args)[0] == jittered  # seeded
+    with pytest.raises(SystemExit):
+        corpus.parse_args(["--vtl-jitter", "0.5"])
