@@ -47,15 +47,11 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import soundfile as sf
-import torch
 from torch import Tensor
 
 from f5lite.audio import SAMPLE_RATE, load_audio
@@ -65,8 +61,17 @@ from f5lite.metrics.langmodel import sentence_words, write_recognizer_vocabulary
 from f5lite.prepare import PrepareOptions, prepare
 from f5lite.prepare.val_split import ValSplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sentence generator lives in the speak-corpus script
-from make_speak_corpus import LM_DISCOUNT, LM_ORDER, WordList, draw_sentences, make_sentence, read_word_list  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sentence generator and clip workers: speak-corpus script
+from make_speak_corpus import (  # noqa: E402
+    LM_DISCOUNT,
+    LM_ORDER,
+    Job,
+    WordList,
+    draw_sentences,
+    make_sentence,
+    read_word_list,
+    synthesize,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "runs" / "clone_corpus"
@@ -203,42 +208,6 @@ def engine_clip(voice: CloneVoice, text: str, workdir: Path) -> Tensor:
 
 
 @dataclass(frozen=True)
-class Job:
-    """One clip to make: `text` read by `voice`, written to `path` (FLAC)."""
-
-    voice: CloneVoice
-    text: str
-    path: Path
-
-
-_WORKDIR: Path | None = None
-
-
-def _start_worker() -> None:
-    global _WORKDIR  # each worker process keeps one scratch folder for the engines' WAV files
-    _WORKDIR = Path(tempfile.mkdtemp(prefix="clone_corpus_"))
-    torch.set_num_threads(1)  # the parallelism is the processes': threads in each would fight over the cores
-
-
-def _make_clip(job: Job) -> float:
-    global _WORKDIR  # in this process (workers=1) the scratch folder is made at the first clip
-    if _WORKDIR is None:
-        _WORKDIR = Path(tempfile.mkdtemp(prefix="clone_corpus_"))
-    wave = engine_clip(job.voice, job.text, _WORKDIR)
-    job.path.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(job.path, wave.numpy(), SAMPLE_RATE, format="FLAC", subtype="PCM_16")
-    return wave.numel() / SAMPLE_RATE
-
-
-def synthesize(jobs: Sequence[Job], workers: int) -> float:
-    """Make every clip with `workers` processes (1: in this one); returns the seconds of audio made."""
-    if workers == 1:
-        return sum(_make_clip(job) for job in jobs)
-    with ProcessPoolExecutor(workers, initializer=_start_worker) as pool:
-        return sum(pool.map(_make_clip, jobs, chunksize=8))
-
-
-@dataclass(frozen=True)
 class Plan:
     """Every clip of the corpus, before any is made.
 
@@ -284,14 +253,14 @@ def plan_corpus(out: Path, args: argparse.Namespace) -> tuple[Plan, list[str], l
         prompts = [(test / "refs" / voice.name / f"{k:02d}.flac", t) for k, t in enumerate(texts[: args.prompts])]
         for k, text in enumerate(texts[args.prompts :]):
             enroll.append((voice, test / "enroll" / voice.name / f"{k:02d}.flac"))
-            jobs.append(Job(voice, text, enroll[-1][1]))
-        jobs += [Job(voice, text, path) for path, text in prompts]
+            jobs.append(Job(voice, text, enroll[-1][1], engine_clip))
+        jobs += [Job(voice, text, path, engine_clip) for path, text in prompts]
         for k in range(count):
             ident, gen_text = f"{voice.name}_{k:02d}", next(sentences)
             prompt, prompt_text = prompts[k % len(prompts)]
             tests.append((ident, voice, gen_text, test / "audio" / f"{ident}.flac", prompt, prompt_text))
-            jobs.append(Job(voice, gen_text, tests[-1][3]))
-    jobs = [Job(voice, text, out / path) for path, text, voice in train] + jobs
+            jobs.append(Job(voice, gen_text, tests[-1][3], engine_clip))
+    jobs = [Job(voice, text, out / path, engine_clip) for path, text, voice in train] + jobs
     return Plan(train, tests, enroll, jobs), training, test_sentences
 
 
@@ -322,7 +291,7 @@ def build_adapt(out: Path, args: argparse.Namespace, training: Sequence[str]) ->
     while seconds < 60 * args.adapt_minutes:  # clips one at a time until the minutes are there
         text = " ".join(rng.sample(list(training), 2))
         path = Path("audio") / f"{len(rows):04d}.flac"
-        seconds += synthesize([Job(voice, text, folder / path)], 1)
+        seconds += synthesize([Job(voice, text, folder / path, engine_clip)], 1)
         rows.append((path, text))
     lines = [f"{path.as_posix()}|{text}|{voice.name}\n" for path, text in rows]
     (folder / "metadata.csv").write_text("audio_file|text|speaker\n" + "".join(lines), encoding="utf-8")

@@ -42,13 +42,15 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import soundfile as sf
 import torch
+from torch import Tensor
 
 from f5lite.audio import SAMPLE_RATE
 from f5lite.data.testset import TestRow, write_testset
@@ -209,11 +211,13 @@ def _words(sentence: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Job:
-    """One clip to make: `text` read by `voice`, written to `path` (FLAC)."""
+    """One clip to make: `text` read by `voice` through `render` (a module-level function, so that a worker process
+    can be handed it), written to `path` (FLAC)."""
 
-    voice: Voice
+    voice: Any
     text: str
     path: Path
+    render: Callable[[Any, str, Path], Tensor] = espeak_clip
 
 
 _WORKDIR: Path | None = None
@@ -229,7 +233,7 @@ def _make_clip(job: Job) -> float:
     global _WORKDIR  # in this process (workers=1) the scratch folder is made at the first clip
     if _WORKDIR is None:
         _WORKDIR = Path(tempfile.mkdtemp(prefix="speak_corpus_"))
-    waveform = espeak_clip(job.voice, job.text, _WORKDIR)
+    waveform = job.render(job.voice, job.text, _WORKDIR)
     job.path.parent.mkdir(parents=True, exist_ok=True)
     sf.write(job.path, waveform.numpy(), SAMPLE_RATE, format="FLAC", subtype="PCM_16")
     return waveform.numel() / SAMPLE_RATE
