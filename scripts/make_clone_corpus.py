@@ -11,6 +11,9 @@ Voices (`VOICES`; each a speaker name, the engine and its voice, and a vocal-tra
 Held out (`split="held_out"`): flite slt, festival ked, espeak-ng en-us+klatt and en-us+f2 with a shorter vocal tract
 (en-us+f2 itself is as near the training voice en-us+f5 as two clips of one voice, to Resemblyzer). None of them, nor
 any change of them, occurs in training; festival's HTS slt (the same speaker as flite slt) is not used at all.
+Two levers change the training clips alone (the test rows, prompts and enrollment stay as they are): `--vtl-jitter J`
+draws each clip's vocal tract around its voice's, and `--extra-voices N` adds N espeak-ng voices (`EXTRA_VOICES`) to
+the voices the training clips are read by in turn.
 
 Sentences come from `make_speak_corpus.py`'s seeded generator and word list. A training clip reads two training
 sentences (a longer clip gives the model a longer voice prompt in training, since the unmasked context is a part of
@@ -135,6 +138,14 @@ VOICES: tuple[CloneVoice, ...] = (
     # en-us+f2 itself is within 0.98 of f5 (a training voice) to the speaker encoder: held out with a shorter tract.
     CloneVoice("espeak_f2_vtl120", "espeak", "en-us+f2", "held_out", 1.2, _ESPEAK_SOURCE),
 )
+# The number-of-voices lever (`--extra-voices N`): espeak-ng variants of en-us that use neither the Klatt synthesizer
+# (held out as en-us+klatt) nor breath (whisper), in this order. They read training clips only: the test rows and the
+# enrollment stay the base corpus's, so a lever run is scored on the same rows against the same voices.
+EXTRA_VOICES: tuple[CloneVoice, ...] = tuple(
+    CloneVoice(f"espeak_{v.lower()}", "espeak", f"en-us+{v}", "train", 1.0, _ESPEAK_SOURCE)
+    for v in ("m5", "m6", "m7", "m8", "Andy", "Annie", "Jacky", "Lee", "Mike", "Michael", "Gene", "Denis", "aunty",
+              "belinda", "grandma", "grandpa", "iven", "john", "linda", "max", "norbert", "paul", "quincy", "rob")
+)  # fmt: skip
 ESPEAK_SPEED = 150  # words per minute (espeak-ng's default is 175: hurried for the recogniser)
 
 # Test-only templates: slots as in make_speak_corpus.TEMPLATES, in orders the training sentences never take.
@@ -234,10 +245,11 @@ def plan_corpus(out: Path, args: argparse.Namespace) -> tuple[Plan, list[str], l
     test_sentences = in_template + draw_test_sentences(words, training, extra, args.seed + 1)
     random.Random(args.seed + 2).shuffle(test_sentences)
     rng = random.Random(args.seed + 3)
+    readers = train_voices + list(EXTRA_VOICES[: args.extra_voices])
     train: list[tuple[Path, str, CloneVoice]] = []
     jitter = random.Random(args.seed + 5)  # its own draw, so that --vtl-jitter 0 leaves the plan as it was
     for i in range(0, len(training) - 1, 2):
-        voice = train_voices[(i // 2) % len(train_voices)]
+        voice = readers[(i // 2) % len(readers)]
         if args.vtl_jitter:  # each training clip its own tract, near its voice's: a speaker continuum around each
             voice = replace(voice, vtl=round(voice.vtl * jitter.uniform(1 - args.vtl_jitter, 1 + args.vtl_jitter), 4))
         train.append((Path("audio") / voice.name / f"{i // 2:05d}.flac", f"{training[i]} {training[i + 1]}", voice))
@@ -308,9 +320,9 @@ def package_version(package: str) -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "not installed"
 
 
-def write_licences(out: Path) -> dict[str, str]:
-    """Copy each engine package's Debian copyright file into `licences/`, and write LICENCES.md naming which voice
-    came from which package; returns package -> version."""
+def write_licences(out: Path, voices: Sequence[CloneVoice]) -> dict[str, str]:
+    """Copy each engine package's Debian copyright file into `licences/`, and write LICENCES.md naming which of
+    `voices` came from which package; returns package -> version."""
     folder = out / "licences"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -325,7 +337,7 @@ def write_licences(out: Path) -> dict[str, str]:
              "Each voice is the output of a speech engine from Debian's main section; the full terms are the packages'",
              "Debian copyright files, copied into `licences/`. MBROLA and RHVoice voices are not used (non-free or",
              "non-derivative licences).", "", "| voice | split | source | packages (version) |", "| --- | --- | --- | --- |"]  # fmt: skip
-    for voice in VOICES:
+    for voice in voices:
         packages = ", ".join(f"{p} ({versions[p]})" for p in PACKAGES[voice.engine])
         shift = "" if voice.vtl == 1.0 else f"; vocal tract x{voice.vtl}"
         lines.append(f"| {voice.name} | {voice.split} | {voice.source}{shift} | {packages} |")
@@ -348,7 +360,7 @@ def build(out: Path, args: argparse.Namespace) -> dict[str, object]:
     prepared = time.perf_counter()
     write_recognizer_vocabulary(out / ASR_DIR, training, order=LM_ORDER, discount=LM_DISCOUNT)
     adapt = build_adapt(out, args, training)
-    versions = write_licences(out)
+    versions = write_licences(out, [*VOICES, *EXTRA_VOICES[: args.extra_voices]])
     return {
         "seed": args.seed,
         "train_sentences": len(training),
@@ -362,6 +374,7 @@ def build(out: Path, args: argparse.Namespace) -> dict[str, object]:
         "voices": [asdict(v) for v in VOICES],
         "tokenizer": args.tokenizer,
         "vtl_jitter": args.vtl_jitter,
+        "extra_voices": [asdict(v) for v in EXTRA_VOICES[: args.extra_voices]],
         "lm": {"order": LM_ORDER, "discount": LM_DISCOUNT, "from": "training sentences only"},
         "adapt": adapt,
         "packages": versions,
@@ -395,6 +408,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--vtl-jitter", type=float, default=0.0,
                         help="augmentation: each training clip's vocal tract times a factor drawn in [1 - J, 1 + J] "
                         "(default 0: none); prompts, enrollment and test clips keep their voice's")  # fmt: skip
+    parser.add_argument("--extra-voices", type=int, default=0,
+                        help=f"lever: this many more espeak-ng training voices (0 to {len(EXTRA_VOICES)}, default 0) "
+                        "reading training clips only")  # fmt: skip
     parser.add_argument("--val", type=int, default=40, help="training clips prepare holds out for validation")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sentences and prompts (default 0)")
     parser.add_argument("--tokenizer", default="ipa", help="f5lite-prepare's tokenizer (default ipa)")
@@ -405,6 +421,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if not 0 <= args.vtl_jitter < 0.5:
         parser.error(f"--vtl-jitter must be in [0, 0.5), got {args.vtl_jitter}")
+    if not 0 <= args.extra_voices <= len(EXTRA_VOICES):
+        parser.error(f"--extra-voices must be in [0, {len(EXTRA_VOICES)}], got {args.extra_voices}")
     if args.adapt_minutes <= 0:
         parser.error(f"--adapt-minutes must be above 0, got {args.adapt_minutes}")
     if args.enroll < 2:

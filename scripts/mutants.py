@@ -1955,6 +1955,14 @@ MUTANTS = (
         ("tests/metrics/test_cloning.py::test_eer_on_hand_made_scores",),
     ),
     Mutant(
+        "CLONE8",
+        "a lengthened prompt joins prompts of another voice (the reference-length lever measures something else)",
+        "scripts/clone_prompt_length.py",
+        "        own = prompts[str(row.voice)]\n",
+        "        own = [p for voice in prompts.values() for p in voice]\n",
+        (CLONE_CORPUS_TESTS,),
+    ),
+    Mutant(
         "control",
         "optimizer state not restored on resume",
         TRAINER,

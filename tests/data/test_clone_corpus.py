@@ -142,3 +142,49 @@ def test_the_vtl_jitter_varies_training_clips_alone_and_leaves_the_plan_as_it_wa
     assert corpus.plan_corpus(tmp_path, args)[0] == jittered  # seeded
     with pytest.raises(SystemExit):
         corpus.parse_args(["--vtl-jitter", "0.5"])
+
+
+def test_extra_voices_read_training_clips_only_and_leave_the_test_rows_as_they_were(
+    corpus: ModuleType, tmp_path
+) -> None:
+    plain, training, tests = _plan(corpus, tmp_path)
+    args = corpus.parse_args(["--out", str(tmp_path), *SMALL, "--extra-voices", "24"])
+    more, training_m, tests_m = corpus.plan_corpus(tmp_path, args)
+    assert (training_m, tests_m, more.tests, more.enroll) == (training, tests, plain.tests, plain.enroll)
+    readers = [voice.name for _, _, voice in more.train]  # in turn: the base voices, then the extra ones
+    order = [v.name for v in (*corpus.voices_of("train"), *corpus.EXTRA_VOICES)]
+    assert len(order) == 45 and readers == [order[k % 45] for k in range(len(readers))] and len(readers) > 21
+    assert [text for _, text, _ in more.train] == [text for _, text, _ in plain.train]  # the same hours of text
+    # None of them is a held-out voice in any form: neither its engine voice nor the Klatt synthesizer of en-us+klatt.
+    held = {(v.engine, v.engine_voice) for v in corpus.voices_of("held_out")}
+    assert not {(v.engine, v.engine_voice) for v in corpus.EXTRA_VOICES} & held
+    assert all(v.split == "train" and "klatt" not in v.engine_voice for v in corpus.EXTRA_VOICES)
+    with pytest.raises(SystemExit):
+        corpus.parse_args(["--extra-voices", str(len(corpus.EXTRA_VOICES) + 1)])
+
+
+def test_longer_prompts_join_distinct_prompts_of_the_row_voice_and_keep_the_rest_of_the_row(tmp_path: Path) -> None:
+    import torch
+
+    from f5lite.audio import SAMPLE_RATE, load_audio, save_audio
+    from f5lite.data.testset import TestRow, write_testset
+
+    lengths = {"a0": 0.5, "a1": 0.75, "a2": 1.0, "b0": 0.25}
+    for name, seconds in lengths.items():
+        save_audio(tmp_path / f"{name}.flac", torch.full((int(seconds * SAMPLE_RATE),), 0.1), SAMPLE_RATE)
+    prompts = {"a": ["a0", "a1", "a2"], "b": ["b0"]}
+    rows = [TestRow(f"{v}{k}", tmp_path / f"{prompts[v][k % len(prompts[v])]}.flac",
+                    f"text {prompts[v][k % len(prompts[v])]}", f"say {v}{k}", tmp_path / "a0.flac", voice=v)
+            for v in ("a", "b") for k in range(4)]  # fmt: skip
+    write_testset(tmp_path / "testset.txt", rows)
+    load_script("clone_prompt_length").main(["--testset", str(tmp_path / "testset.txt"), "--clips", "2"])
+    longer = read_testset(tmp_path / "testset_prompt2.txt")
+    assert [r.id for r in longer] == ["a0", "a1", "a2", "a3"]  # voice b has one prompt: dropped
+    for row, before in zip(longer, rows, strict=False):
+        first, second = prompts["a"][int(row.id[1]) % 3], prompts["a"][(int(row.id[1]) + 1) % 3]
+        assert row.ref_text == f"text {first} text {second}"
+        assert (row.gen_text, row.gt_audio, row.voice) == (before.gen_text, before.gt_audio, before.voice)
+        seconds = len(load_audio(row.ref_audio)) / SAMPLE_RATE
+        assert seconds == pytest.approx(lengths[first] + lengths[second], abs=1e-3)
+    with pytest.raises(SystemExit):
+        load_script("clone_prompt_length").main(["--testset", str(tmp_path / "testset.txt"), "--clips", "1"])
