@@ -59,12 +59,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if min(args.clips) < 2:
         parser.error(f"--clips must be at least 2 (1 is the test set itself), got {min(args.clips)}")
-    rows = read_testset(args.testset)
-    for clips in args.clips:
-        target = args.testset.with_name(f"testset_prompt{clips}.txt")
-        kept = longer_prompts(rows, clips, args.testset.parent / f"refs_prompt{clips}")
-        write_testset(target, kept)
-        print(f"{target}: {len(kept)} of {len(rows)} rows, prompts of {clips} clips")
+    try:  # a missing or bad test set or prompt clip: one line, not a traceback
+        rows = read_testset(args.testset)
+        for clips in args.clips:
+            target = args.testset.with_name(f"testset_prompt{clips}.txt")
+            kept = longer_prompts(rows, clips, args.testset.parent / f"refs_prompt{clips}")
+            write_testset(target, kept)
+            print(f"{target}: {len(kept)} of {len(rows)} rows, prompts of {clips} clips")
+    except ValueError as err:  # AudioError is one
+        parser.exit(2, f"clone_prompt_length: {err}\n")
 
 
 if __name__ == "__main__":

@@ -163,7 +163,9 @@ def test_extra_voices_read_training_clips_only_and_leave_the_test_rows_as_they_w
         corpus.parse_args(["--extra-voices", str(len(corpus.EXTRA_VOICES) + 1)])
 
 
-def test_longer_prompts_join_distinct_prompts_of_the_row_voice_and_keep_the_rest_of_the_row(tmp_path: Path) -> None:
+def test_longer_prompts_join_distinct_prompts_of_the_row_voice_and_keep_the_rest_of_the_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import torch
 
     from f5lite.audio import SAMPLE_RATE, load_audio, save_audio
@@ -188,3 +190,7 @@ def test_longer_prompts_join_distinct_prompts_of_the_row_voice_and_keep_the_rest
         assert seconds == pytest.approx(lengths[first] + lengths[second], abs=1e-3)
     with pytest.raises(SystemExit):
         load_script("clone_prompt_length").main(["--testset", str(tmp_path / "testset.txt"), "--clips", "1"])
+    (tmp_path / "a1.flac").write_bytes(b"not audio")  # a corrupt prompt clip: one line naming it, no traceback
+    with pytest.raises(SystemExit):
+        load_script("clone_prompt_length").main(["--testset", str(tmp_path / "testset.txt"), "--clips", "2"])
+    assert "a1.flac" in capsys.readouterr().err.strip().splitlines()[-1]
