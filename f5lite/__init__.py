@@ -9,8 +9,8 @@ only from the layers below it; `tests/project/test_layering.py` checks it):
 3. `f5lite.models` (backbones, official checkpoint files, activation checkpointing and compile, the CFM objective)
    and `f5lite.metrics` (speech metrics);
 4. `f5lite.config` (the training schema, Hydra composition, recipes, the `sample.*` keys of every tool);
-5. `f5lite.data` (what training reads), `f5lite.bench` (the benchmarks' helpers) and `f5lite.storage` (run
-   directories, checkpoints, exports, LoRA adapters, and what is at a path);
+5. `f5lite.data` (what training reads) and `f5lite.storage` (run directories, checkpoints, exports, LoRA adapters,
+   and what is at a path);
 6. `f5lite.prepare` (`f5lite-prepare`) and `f5lite.transcribe` (`f5lite-transcribe`: raw recordings to a dataset);
 7. `f5lite.infer` (`Synthesizer`, f5lite's one way to speak, and `f5lite-infer`);
 8. `f5lite.eval` (`f5lite-eval`);

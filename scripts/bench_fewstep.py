@@ -1,17 +1,12 @@
 """A distilled student against its teacher: distance to the teacher's 32 guided steps, speech metrics, sampling time.
 
-For every held-out row of a test set (the demo's `val/testset.txt` by default), the teacher samples with its 32
-guided steps (F5-TTS's defaults: cfg 2, sway -1) and that mel is the reference; then the teacher at 4 steps and the
-student at 2, 4 and 8 steps sample the same row with the same noise (seed = row index) and the same duration (the
-byte-ratio rule). With `--second-stage`, a second-stage student (distilled from the first with an average of
-itself as the teacher) samples at 2, 4 and 8 steps too. Reported per configuration: the mean |mel - teacher 32-step mel| over the generated frames (log-mel
-units), the median sampling time per row (one process, the configurations interleaved row by row), and, with
-`--eval`, the means of `f5lite-eval` on the same test set (each configuration in its own `f5lite-eval` process:
-WER, speaker similarity, predicted MOS, mel distance to the ground truth). The student at 4 steps should be closer to
-the teacher's 32 steps than the teacher's own 4 steps are.
-
     python scripts/bench_fewstep.py --teacher runs/demo/export --student runs/demo_student/export \\
         --second-stage runs/demo_student2/export --eval --out-dir scripts/results
+
+For every row of a test set (the demo's `val/testset.txt` by default) the teacher's 32 guided steps are the reference;
+the teacher at 4 steps and the student (and `--second-stage`) at 2, 4 and 8 steps sample the same row with the same
+noise and duration. Reported per setting: the mean |mel - teacher's 32-step mel| over the generated frames, the median
+sampling time per row (one process, the settings interleaved row by row), and with `--eval` the means of `f5lite-eval`.
 """
 
 from __future__ import annotations
@@ -29,8 +24,8 @@ from typing import Any
 
 import torch
 
+from benchmarks import results
 from f5lite.audio import load_audio, log_mel
-from f5lite.bench import sidebyside as sbs
 from f5lite.data.testset import read_testset
 from f5lite.infer import Synthesizer
 from f5lite.infer.chunking import prepare_ref_text
@@ -112,42 +107,32 @@ def evaluate(
 
 def markdown(result: dict[str, Any]) -> str:
     """The result as a Markdown page."""
-    lines = [
-        "# Few-step student against its teacher",
-        "",
-        f"{sbs.describe(result)}; teacher {result['teacher']}, student {result['student']}"
-        + (f", second stage {result['second_stage']}" if result.get("second_stage") else "")
-        + f"; test set "
-        f"{result['testset']} ({result['rows']} rows); {result['threads']} threads, fp32, Griffin-Lim. Distance: mean "
-        "|mel - teacher's 32-step mel| over the generated frames (log-mel units), same noise and duration per row. "
-        f"Distillation: {result['distillation']}.",
-        "",
-        "| setting | backbone calls | mel L1 to teacher 32 | median sampling s | "
-        + " | ".join(result["eval_keys"])
-        + " |",
-        "| --- | ---: | ---: | ---: |" + " ---: |" * len(result["eval_keys"]),
-    ]
-    for name, row in result["settings"].items():
-        evals = result["eval"].get(name, {})
-        cells = " | ".join(f"{evals[k]:.3f}" if k in evals else "" for k in result["eval_keys"])
-        lines.append(
-            f"| {name} | {row['backbone_calls']} | {row['mel_l1_to_teacher_32']:.4f} | "
-            f"{row['median_sampling_s']:.3f} | {cells} |"
-        )
+    second = f", second stage {result['second_stage']}" if result.get("second_stage") else ""
+    keys = result["eval_keys"]
+    rows = [[name, row["backbone_calls"], f"{row['mel_l1_to_teacher_32']:.4f}", f"{row['median_sampling_s']:.3f}",
+             *(f"{e[k]:.3f}" if k in (e := result["eval"].get(name, {})) else "" for k in keys)]
+            for name, row in result["settings"].items()]  # fmt: skip
+    head = ["setting", "backbone calls", "mel L1 to teacher 32", "median sampling s", *keys]
+    lines = ["# Few-step student against its teacher", "",
+             f"{results.describe(result)}; teacher {result['teacher']}, student {result['student']}{second}; test set "
+             f"{result['testset']} ({result['rows']} rows); {result['threads']} threads, fp32, Griffin-Lim. Distance: "
+             "mean |mel - teacher's 32-step mel| over the generated frames (log-mel units), same noise and duration per "
+             f"row. Distillation: {result['distillation']}.", "", *results.table(head, rows, " " + "r" * (3 + len(keys)))]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Measure, then write `OUT_DIR/fewstep_cpu.{json,md}`."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--teacher", type=Path, required=True, help="the teacher's export")
-    parser.add_argument("--student", type=Path, required=True, help="the distilled student's export")
-    parser.add_argument("--second-stage", type=Path, help="a second-stage student's export (distilled from --student)")
-    parser.add_argument("--testset", type=Path, default=demo_dir() / "val" / "testset.txt")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--eval", action="store_true", help="also run f5lite-eval for every setting (minutes)")
-    parser.add_argument("--distillation", default="", help="what the distillation cost, for the page")
-    parser.add_argument("--out-dir", type=Path)
+    add = parser.add_argument
+    add("--teacher", type=Path, required=True, help="the teacher's export")
+    add("--student", type=Path, required=True, help="the distilled student's export")
+    add("--second-stage", type=Path, help="a second-stage student's export (distilled from --student)")
+    add("--testset", type=Path, default=demo_dir() / "val" / "testset.txt")
+    add("--threads", type=int, default=2)
+    add("--eval", action="store_true", help="also run f5lite-eval for every setting (minutes)")
+    add("--distillation", default="", help="what the distillation cost, for the page")
+    add("--out-dir", type=Path)
     args = parser.parse_args(argv)
     models = {"teacher": args.teacher, "student": args.student}
     chosen: tuple[Setting, ...] = SETTINGS
@@ -159,25 +144,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.eval:
         with tempfile.TemporaryDirectory() as work:
             evals = evaluate(models, chosen, args.testset, Path(work))
-    keys = [k for k in ("wer", "sim", "mos", "mel_l1") if any(k in e for e in evals.values())]
+    l1 = {name: settings[name]["mel_l1_to_teacher_32"] for name in ("student 4 steps", "teacher 4 steps")}
     result = {
-        **sbs.run_header(),
-        "teacher": str(args.teacher),
-        "student": str(args.student),
-        "second_stage": str(args.second_stage) if args.second_stage else None,
-        "testset": str(args.testset),
-        "rows": len(read_testset(args.testset)),
-        "threads": args.threads,
-        "distillation": args.distillation,
-        "settings": settings,
-        "eval": evals,
-        "eval_keys": keys,
-        "student_4_closer_than_teacher_4": settings["student 4 steps"]["mel_l1_to_teacher_32"]
-        < settings["teacher 4 steps"]["mel_l1_to_teacher_32"],
-    }
+        **results.run_header(), "teacher": str(args.teacher), "student": str(args.student),
+        "second_stage": str(args.second_stage) if args.second_stage else None, "testset": str(args.testset),
+        "rows": len(read_testset(args.testset)), "threads": args.threads, "distillation": args.distillation,
+        "settings": settings, "eval": evals,
+        "eval_keys": [k for k in ("wer", "sim", "mos", "mel_l1") if any(k in e for e in evals.values())],
+        "student_4_closer_than_teacher_4": l1["student 4 steps"] < l1["teacher 4 steps"],
+    }  # fmt: skip
     print(json.dumps(result, indent=1))
     if args.out_dir:
-        sbs.write_results(args.out_dir / "fewstep_cpu.json", result, markdown(result))
+        results.write_results(args.out_dir / "fewstep_cpu.json", result, markdown(result))
     return 0
 
 

@@ -3,20 +3,12 @@
     python scripts/bench_serve.py --model runs/demo/export --voices VOICES    # batched against unbatched
     python scripts/bench_serve.py --url http://127.0.0.1:8000 --voice narrator --clients 8 --seconds 60
 
-With `--model` (and `--voices`, a folder `f5lite-serve --voices` takes; default: three demo clips with their texts)
-the script starts one server per configuration, each in its own process: `batched` (the defaults) and
-`unbatched` (`--max-batch 1`), alternating in `--rounds` rounds, so both meet the same machine; extra server
-options go after `--server-args`. With `--url` it measures a server that is already running (no memory figures
-unless `--pid` names its process).
-
-The server's memory is also sampled every `--rss-every` seconds during the load, with the requests done by then
-(`rss_mb_by_requests`): it should level off once the allocator has seen the usual lengths. Each client loops for
-`--seconds`: a streamed `POST /v1/audio/speech` (PCM) with one of a few sentences of 40 to
-120 characters, in turn. Reported per configuration (rounds pooled): requests, errors (any non-200, 429 included),
-requests/s, p50/p95 latency (request to last byte), p50/p95 time to first audio, the real-time factor (wall
-seconds per second of audio, over all responses) and the server's resident memory (VmRSS) after warm-up and at the
-end, with the sampler calls and pieces from its `/metrics`. Results, with machine, versions and date, go to
-`--out-dir` (default `scripts/results/`) as `serve_cpu.json` and `.md` (`--name`).
+With `--model` one server per configuration, each in its own process: `batched` (the defaults) and `unbatched`
+(`--max-batch 1`), alternating over `--rounds` (voices: `--voices`, default three demo clips; `--server-args` passed
+on). With `--url` a running server (memory only with `--pid`). Each client loops for `--seconds` over streamed PCM
+requests of a few sentences. Reported per configuration and round: requests, errors, requests/s, p50/p95 latency and
+time to first audio, the real-time factor, the server's VmRSS after warm-up and at the end (sampled every
+`--rss-every` s against the requests done), and the sampler calls and pieces from its `/metrics`.
 """
 
 from __future__ import annotations
@@ -24,9 +16,6 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -35,10 +24,9 @@ from typing import Any
 
 import httpx
 
-from f5lite.bench import sidebyside as sbs
+from benchmarks import results, runner
 from f5lite.paths import demo_dir
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TEXTS = (
     "Hello there, how are you today?",
     "The kettle started to whistle just as the phone rang in the hall.",
@@ -60,48 +48,41 @@ def demo_voices(folder: Path) -> str:
 
 def rss_mb(pid: int | None) -> float | None:
     """Resident memory of a process in MiB (Linux), or None."""
-    if pid is None:
-        return None
-    match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.MULTILINE)
-    return round(int(match.group(1)) / 1024, 1) if match else None
+    kb = None if pid is None else runner.status_kb(pid, "VmRSS")
+    return None if kb is None else round(kb / 1024, 1)
 
 
 def metric(url: str, name: str) -> float:
+    """A counter of the server's `/metrics` (0 when absent)."""
     found = re.search(rf"^{name} (\S+)$", httpx.get(f"{url}/metrics").text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0
 
 
 def one_request(url: str, voice: str, text: str, key: str | None) -> dict[str, Any]:
+    """One streamed `POST /v1/audio/speech` (PCM): status, latency, time to first audio, seconds of audio."""
     body = {"model": "tts-1", "voice": voice, "input": text, "response_format": "pcm"}
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    started = time.perf_counter()
-    first = None
-    size = 0
+    started, first, size, status = time.perf_counter(), None, 0, -1
     try:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         with httpx.stream("POST", f"{url}/v1/audio/speech", json=body, headers=headers, timeout=600) as response:
             for chunk in response.iter_bytes():
-                if first is None:
-                    first = time.perf_counter() - started
+                first = time.perf_counter() - started if first is None else first
                 size += len(chunk)
             status = response.status_code
     except httpx.HTTPError:
-        status = -1
+        pass
     return {"status": status, "latency": time.perf_counter() - started, "first": first, "audio_s": size / 48_000}
 
 
 def load(url: str, voice: str, clients: int, seconds: float, key: str | None, records: list[dict[str, Any]]) -> None:
     """`clients` threads, each sending requests one after the other for `seconds`; `records` gets one per request
     as it ends (so a watcher can count them meanwhile)."""
-    lock = threading.Lock()
     stop = time.monotonic() + seconds
 
     def client(index: int) -> None:
-        i = index
         while time.monotonic() < stop:
-            record = one_request(url, voice, TEXTS[i % len(TEXTS)], key)
-            with lock:
-                records.append(record)
-            i += 1
+            records.append(one_request(url, voice, TEXTS[index % len(TEXTS)], key))  # list.append is atomic
+            index += 1
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     for thread in threads:
@@ -111,52 +92,22 @@ def load(url: str, voice: str, clients: int, seconds: float, key: str | None, re
 
 
 def summary(records: list[dict[str, Any]], wall: float) -> dict[str, Any]:
+    """Requests, errors, rates, p50/p95 latency and time to first audio, RTF of the successful requests."""
     ok = [r for r in records if r["status"] == 200]
-    firsts = sorted(r["first"] for r in ok if r["first"] is not None)
-    latencies = sorted(r["latency"] for r in ok)
+    firsts, latencies = sorted(r["first"] for r in ok if r["first"] is not None), sorted(r["latency"] for r in ok)
     audio = sum(r["audio_s"] for r in ok)
 
     def pct(values: list[float], q: float) -> float | None:
         return round(values[min(len(values) - 1, int(q * len(values)))], 3) if values else None
 
-    return {
-        "requests": len(records),
-        "errors": len(records) - len(ok),
-        "requests_per_s": round(len(ok) / wall, 3),
-        "latency_p50_s": pct(latencies, 0.5),
-        "latency_p95_s": pct(latencies, 0.95),
-        "first_audio_p50_s": pct(firsts, 0.5),
-        "first_audio_p95_s": pct(firsts, 0.95),
-        "audio_s": round(audio, 1),
-        "real_time_factor": round(wall / audio, 3) if audio else None,
-    }
-
-
-def start_server(model: str, voices: Path, extra: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `f5lite-serve` on a free port, its output into `log` (a pipe nobody reads would fill and block it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    command = [sys.executable, "-m", "f5lite.serve", model, "--voices", str(voices), "--port", str(port), *extra]
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"the server failed: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            process.kill()
-            raise SystemExit("the server was not ready in 300 s")
-        time.sleep(0.2)
+    return {"requests": len(records), "errors": len(records) - len(ok), "requests_per_s": round(len(ok) / wall, 3),
+            "latency_p50_s": pct(latencies, 0.5), "latency_p95_s": pct(latencies, 0.95),
+            "first_audio_p50_s": pct(firsts, 0.5), "first_audio_p95_s": pct(firsts, 0.95), "audio_s": round(audio, 1),
+            "real_time_factor": round(wall / audio, 3) if audio else None}  # fmt: skip
 
 
 def measure(url: str, pid: int | None, args: argparse.Namespace) -> dict[str, Any]:
+    """Warm the server, load it for `--seconds`, sample its memory; its row."""
     one_request(url, args.voice, TEXTS[0], args.api_key)  # warm (allocations at this length)
     rss_before = rss_mb(pid)
     calls, pieces = metric(url, "f5lite_batch_size_count"), metric(url, "f5lite_batch_size_sum")
@@ -168,89 +119,79 @@ def measure(url: str, pid: int | None, args: argparse.Namespace) -> dict[str, An
         while not done.wait(args.rss_every):
             samples.append((len(records), rss_mb(pid)))
 
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+    threading.Thread(target=watch, daemon=True).start()
     started = time.perf_counter()
     load(url, args.voice, args.clients, args.seconds, args.api_key, records)
     wall = time.perf_counter() - started
     done.set()
-    row = summary(records, wall)
-    row["wall_s"] = round(wall, 1)
-    row["sampler_calls"] = int(metric(url, "f5lite_batch_size_count") - calls)
-    row["pieces"] = int(metric(url, "f5lite_batch_size_sum") - pieces)
-    row["rss_mb_before"], row["rss_mb_after"] = rss_before, rss_mb(pid)
-    row["rss_mb_by_requests"] = samples if pid is not None else []
-    return row
+    return {**summary(records, wall), "wall_s": round(wall, 1),
+            "sampler_calls": int(metric(url, "f5lite_batch_size_count") - calls),
+            "pieces": int(metric(url, "f5lite_batch_size_sum") - pieces), "rss_mb_before": rss_before,
+            "rss_mb_after": rss_mb(pid), "rss_mb_by_requests": samples if pid is not None else []}  # fmt: skip
 
 
 def markdown(document: dict[str, Any]) -> str:
-    lines = [
-        "# f5lite-serve under load",
-        "",
-        f"{sbs.describe(document)}. {document['setup']}",
-        "",
-        "| configuration | round | requests | errors | req/s | latency p50 / p95 (s) | first audio p50 / p95 (s) "
-        "| RTF | calls / pieces | RSS before / after (MiB) |",
-        "|---|---:|---:|---:|---:|---|---|---:|---|---|",
-    ]
-    for row in document["rows"]:
-        lines.append(
-            f"| {row['config']} | {row['round']} | {row['requests']} | {row['errors']} | {row['requests_per_s']} | "
-            f"{row['latency_p50_s']} / {row['latency_p95_s']} | {row['first_audio_p50_s']} / "
-            f"{row['first_audio_p95_s']} | {row['real_time_factor']} | {row['sampler_calls']} / {row['pieces']} | "
-            f"{row['rss_mb_before']} / {row['rss_mb_after']} |"
-        )
-    return "\n".join(lines) + "\n"
+    """The rows as a Markdown page."""
+    rows = [[r["config"], r["round"], r["requests"], r["errors"], r["requests_per_s"],
+             f"{r['latency_p50_s']} / {r['latency_p95_s']}", f"{r['first_audio_p50_s']} / {r['first_audio_p95_s']}",
+             r["real_time_factor"], f"{r['sampler_calls']} / {r['pieces']}", f"{r['rss_mb_before']} / {r['rss_mb_after']}"]
+            for r in document["rows"]]  # fmt: skip
+    head = ["configuration", "round", "requests", "errors", "req/s", "latency p50 / p95 (s)",
+            "first audio p50 / p95 (s)", "RTF", "calls / pieces", "RSS before / after (MiB)"]  # fmt: skip
+    lines = ["# f5lite-serve under load", "", f"{results.describe(document)}. {document['setup']}", ""]
+    return "\n".join(lines + results.table(head, rows, " rrrr  r")) + "\n"
+
+
+def serve_rounds(args: argparse.Namespace, scratch: Path) -> list[dict[str, Any]]:
+    """Every `--configs` server of `--model` in its own process, in turn, `--rounds` times: their rows."""
+    if (voices := args.voices) is None:
+        (voices := scratch / "voices").mkdir()
+        args.voice = demo_voices(voices)
+    rows = []
+    for round_ in range(1, args.rounds + 1):
+        for name in args.configs.split(","):
+            log = scratch / f"server-{name}-{round_}.log"
+            process, url = runner.start_server(args.model, voices, [*CONFIGS[name], *args.server_args], log)
+            try:
+                rows.append({"config": name, "round": round_, **measure(url, process.pid, args)})
+            finally:
+                process.terminate()
+                process.wait(timeout=60)
+            print(rows[-1], flush=True)
+    return rows
 
 
 def main() -> None:
+    """Measure every configuration (or the given server) and write `NAME.json` and `.md`."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--model", help="start servers with this model (batched against unbatched)")
     where.add_argument("--url", help="measure a running server")
-    parser.add_argument("--voices", type=Path, help="voices folder (default with --model: three demo clips)")
-    parser.add_argument("--voice", default="us_male", help="the voice the clients ask for")
-    parser.add_argument("--pid", type=int, help="with --url: the server's process, for its memory")
-    parser.add_argument("--api-key")
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--configs", default="batched,unbatched", help="with --model: which configurations")
-    parser.add_argument("--rss-every", type=float, default=10.0, help="seconds between memory samples")
-    parser.add_argument("--out-dir", type=Path, default=RESULTS)
-    parser.add_argument("--name", default="serve_cpu")
-    parser.add_argument("--server-args", nargs=argparse.REMAINDER, default=[], help="options for f5lite-serve")
+    add("--voices", type=Path, help="voices folder (default with --model: three demo clips)")
+    add("--voice", default="us_male", help="the voice the clients ask for")
+    add("--pid", type=int, help="with --url: the server's process, for its memory")
+    add("--api-key")
+    add("--clients", type=int, default=4)
+    add("--seconds", type=float, default=30.0)
+    add("--rounds", type=int, default=2)
+    add("--configs", default="batched,unbatched", help="with --model: which configurations")
+    add("--rss-every", type=float, default=10.0, help="seconds between memory samples")
+    add("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results")
+    add("--name", default="serve_cpu")
+    add("--server-args", nargs=argparse.REMAINDER, default=[], help="options for f5lite-serve")
     args = parser.parse_args()
-    rows = []
     with tempfile.TemporaryDirectory() as scratch:
         if args.url:
-            rows.append({"config": "given server", "round": 1, **measure(args.url, args.pid, args)})
+            rows = [{"config": "given server", "round": 1, **measure(args.url, args.pid, args)}]
         else:
-            voices = args.voices
-            if voices is None:
-                voices = Path(scratch) / "voices"
-                voices.mkdir()
-                args.voice = demo_voices(voices)
-            for round_ in range(1, args.rounds + 1):
-                for name in args.configs.split(","):
-                    options = CONFIGS[name]
-                    log = Path(scratch) / f"server-{name}-{round_}.log"
-                    process, url = start_server(args.model, voices, [*options, *args.server_args], log)
-                    try:
-                        row = {"config": name, "round": round_, **measure(url, process.pid, args)}
-                    finally:
-                        process.terminate()
-                        process.wait(timeout=60)
-                    rows.append(row)
-                    print(row, flush=True)
-    setup = (
-        f"{args.clients} clients for {args.seconds:g} s per round, streamed PCM, sentences of 31 to 97 characters; "
-        f"server {args.url or args.model} {' '.join(args.server_args)}"
-    )
-    document = {**sbs.run_header(["fastapi", "uvicorn"]), "setup": setup, "rows": rows}
+            rows = serve_rounds(args, Path(scratch))
+    setup = (f"{args.clients} clients for {args.seconds:g} s per round, streamed PCM, sentences of 31 to 97 characters; "
+             f"server {args.url or args.model} {' '.join(args.server_args)}")  # fmt: skip
+    document = {**results.run_header(["fastapi", "uvicorn"]), "setup": setup, "rows": rows}
     page = markdown(document)
     print(page)
-    sbs.write_results(args.out_dir / f"{args.name}.json", document, page)
+    results.write_results(args.out_dir / f"{args.name}.json", document, page)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,12 @@
 """Training-step benchmark on a fixed synthetic batch: step time, real frames/s, peak memory, phase split, MFU.
 
-The batch is given by its mel and text lengths, so any implementation can run the very same batch:
-
     python scripts/bench_train.py --preset mid --mel-lengths 300,340,370,400 --text-lengths 72,80,85,90 \
         perf.precision=no perf.ac.mode=full
 
-The model and every optimization come from a recipe plus `key=value` overrides, and go through the trainer's own
-set-up code (`build_model`, `make_optimizer`, `CFM`), so what is measured is what training runs. One JSON
-line is printed. Peak memory is CUDA's max allocated on a GPU and the process's peak RSS on a CPU (run one
-configuration per process for a clean figure; `scripts/ablate.py` does). MFU divides the analytic model FLOPs
-(`f5lite.bench.training_flops`, valid frames, no recompute) by the GPU's dense bf16 peak, or on a CPU by a measured
-GEMM rate (nameplate peaks mean little on a VM).
+The model and every optimization come from a recipe plus `key=value` overrides, through the trainer's own set-up
+(`build_model`, `make_optimizer`, `CFM`). One JSON line is printed. Peak memory is CUDA's max allocated, or the
+process's peak RSS on a CPU (one configuration per process: `scripts/ablate.py`). MFU divides the analytic model FLOPs
+(`benchmarks.flops`) by the GPU's dense bf16 peak, or on a CPU by a measured GEMM rate.
 """
 
 from __future__ import annotations
@@ -28,9 +24,9 @@ from pathlib import Path
 
 import torch
 
-from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT, model_flops_utilization, training_flops
-from f5lite.bench.args import int_list
-from f5lite.bench.flops import table_peak_flops
+from benchmarks.flops import model_flops_utilization, table_peak_flops, training_flops
+from benchmarks.models import DITS, F5TTS_VOCAB_SIZE, synthetic_batch
+from benchmarks.runner import int_list
 from f5lite.config import compose_config
 from f5lite.models.cfm import CFM
 from f5lite.storage.store import CheckpointStore
@@ -38,13 +34,8 @@ from f5lite.storage.tree import flatten
 from f5lite.train.precision import choose_precision
 from f5lite.train.setup import build_model, make_optimizer
 
-PRESETS = {
-    "tiny": ["model.dim=64", "model.depth=2", "model.heads=4", "model.dim_head=16", "model.text_dim=32"],
-    # The mid-size DiT the CPU benchmarks and the F5-TTS comparisons share.
-    "mid": [f"model.{key}={value}" for key, value in MID_DIT.items()],
-    "base": [],
-}
-VOCAB = F5TTS_VOCAB_SIZE
+PRESETS = {name: [f"model.{k}={v}" for k, v in dims.items()] for name, dims in DITS.items()} | {"base": []}
+"""Model size over the recipe; `base` is the recipe's own (dit_base: F5-TTS v1 Base)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -72,28 +63,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def synthetic_batch(
-    mel_lengths: list[int], text_lengths: list[int], device: torch.device, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`(mel [b, n, 100] zero-padded, text ids [b, nt] padded with -1, lens [b])`, reproducible."""
-    g = torch.Generator().manual_seed(seed)
-    n, nt = max(mel_lengths), max(text_lengths)
-    mel = torch.zeros(len(mel_lengths), n, 100)
-    text = torch.full((len(text_lengths), nt), -1, dtype=torch.long)
-    for i, (frames, tokens) in enumerate(zip(mel_lengths, text_lengths, strict=True)):
-        mel[i, :frames] = torch.randn(frames, 100, generator=g) * 2 - 5  # roughly log-mel values
-        text[i, :tokens] = torch.randint(0, VOCAB, (tokens,), generator=g)
-    return mel.to(device), text.to(device), torch.tensor(mel_lengths, device=device)
-
-
 def measured_peak(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
     """Peak FLOP/s: the GPU's dense table value, or a measured GEMM rate (up to 2048^2) on a CPU."""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         peak = table_peak_flops(name)
-        if peak is not None:
-            return peak, f"{name} (table, dense bf16)"
-        return float("nan"), f"{name} (no peak in the table)"
+        return (peak, f"{name} (table, dense bf16)") if peak else (float("nan"), f"{name} (no peak in the table)")
     # The GEMM grows to 2048^2 unless one already takes 50 ms: a CPU without fast kernels for the dtype (bf16 on an
     # AMD Zen 3 under torch 2.14: 0.3 GFLOP/s) would otherwise spend minutes measuring a figure it reaches early.
     n = 256
@@ -113,11 +88,6 @@ def measured_peak(device: torch.device, dtype: torch.dtype) -> tuple[float, str]
     return 2 * n**3 / statistics.median(times), f"measured {dtype} GEMM {n}^2"
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def run(args: argparse.Namespace) -> dict[str, object]:
     """Build, warm up, time the steps and return the result record."""
     if args.threads:
@@ -125,62 +95,53 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     device = torch.device(args.device)
     overrides = [f"+recipe={args.recipe}", *PRESETS[args.preset], *args.overrides]
     cfg = compose_config(overrides)
-    setup = build_model(cfg, VOCAB, None, device)
+    setup = build_model(cfg, F5TTS_VOCAB_SIZE, None, device)
     backbone, ema = setup.backbone, setup.ema
     optimizer = make_optimizer(cfg, backbone, device)
     model = CFM(backbone).train()
     mel, text, lens = synthetic_batch(args.mel_lengths, args.text_lengths, device)
     precision = choose_precision(cfg.perf.precision, device).precision  # `auto` as the trainer resolves it
-    bf16 = precision == "bf16"
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     if precision == "fp16":
         raise SystemExit("bench_train.py: perf.precision=fp16 is not benchmarked (use no or bf16)")
-
+    bf16 = precision == "bf16"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
-    def step(i: int, phases: list[float] | None) -> None:
+    def tick() -> float:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return clock()
+
+    def step(i: int) -> list[float]:
         generator = torch.Generator(device=device).manual_seed(i)
-        _sync(device)
-        t0 = clock()
+        t0 = tick()
         with autocast:
             loss = model(mel, text, lens, generator=generator)
-        _sync(device)
-        t1 = clock()
+        t1 = tick()
         loss.backward()
-        _sync(device)
-        t2 = clock()
+        t2 = tick()
         torch.nn.utils.clip_grad_norm_(backbone.parameters(), cfg.optim.max_grad_norm or float("inf"))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         ema.update(backbone)
-        _sync(device)
-        t3 = clock()
-        if phases is not None:
-            phases.extend([t1 - t0, t2 - t1, t3 - t2, t3 - t0])
+        t3 = tick()
+        return [t1 - t0, t2 - t1, t3 - t2, t3 - t0]
 
     for i in range(args.warmup):
-        step(i, None)
+        step(i)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    records: list[list[float]] = []
-    for i in range(args.steps):
-        phases: list[float] = []
-        step(args.warmup + i, phases)
-        records.append(phases)
+    records = [step(args.warmup + i) for i in range(args.steps)]
     fwd, bwd, opt, total = (statistics.median(r[k] for r in records) for k in range(4))
-    frames = sum(args.mel_lengths)
+    saved: list[int] = []
 
-    saved = 0
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        nonlocal saved
-        saved += t.numel() * t.element_size()
+    def pack(t: torch.Tensor) -> torch.Tensor:  # counts what autograd keeps for the backward pass
+        saved.append(t.numel() * t.element_size())
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
         model(mel, text, lens, generator=torch.Generator(device=device).manual_seed(0))
     optimizer.zero_grad(set_to_none=True)
-
     if device.type == "cuda":
         peak_mem = torch.cuda.max_memory_allocated(device)
     else:  # ru_maxrss is in KiB on Linux
@@ -190,25 +151,13 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     result: dict[str, object] = {
         "label": args.label or " ".join(args.overrides) or "baseline",
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "overrides": overrides,
-        "mel_lengths": args.mel_lengths,
-        "text_lengths": args.text_lengths,
-        "params": sum(p.numel() for p in backbone.parameters()),
-        "clock": args.clock,
-        "step_s": total,
-        "forward_s": fwd,
-        "backward_s": bwd,
-        "optimizer_s": opt,
-        "frames_per_s": frames / total,
-        "peak_memory_bytes": peak_mem,
-        "saved_for_backward_bytes": saved,
-        "model_flops_per_step": flops,
-        "peak_flops": peak,
-        "peak_source": peak_source,
-        "mfu": model_flops_utilization(flops, total, peak),
-    }
+        "threads": torch.get_num_threads(), "torch": torch.__version__, "overrides": overrides,
+        "mel_lengths": args.mel_lengths, "text_lengths": args.text_lengths,
+        "params": sum(p.numel() for p in backbone.parameters()), "clock": args.clock, "step_s": total,
+        "forward_s": fwd, "backward_s": bwd, "optimizer_s": opt, "frames_per_s": sum(args.mel_lengths) / total,
+        "peak_memory_bytes": peak_mem, "saved_for_backward_bytes": sum(saved), "model_flops_per_step": flops,
+        "peak_flops": peak, "peak_source": peak_source, "mfu": model_flops_utilization(flops, total, peak),
+    }  # fmt: skip
     if args.ckpt != "none":
         result |= checkpoint_stall(backbone, optimizer, ema.state_dict(), async_save=args.ckpt == "async")
     return result

@@ -1,17 +1,12 @@
 """How fast `f5lite-transcribe` turns recordings into clips: hours of audio per hour, per recogniser and worker count.
 
     python scripts/bench_transcribe.py                                  # 10 minutes made of the demo clips
-    python scripts/bench_transcribe.py --minutes 30 --workers 1,2,4
     python scripts/bench_transcribe.py --input ~/podcast --asr pocketsphinx --asr faster-whisper:~/models/large-v3
 
-The recordings are `--input DIR` (any folder f5lite-transcribe takes) or, by default, made of the demo clips: one
-file per demo speaker, 44.1 kHz stereo FLAC (as a podcast or phone export comes), its utterances separated by pauses
-of 0.2 to 1.5 s with mild noise, `--minutes` in all. Each `--asr` spec (see `f5lite.metrics.asr`; default the
-offline PocketSphinx) runs with each `--workers` count, as a whole `transcribe()` into a fresh OUT: models loaded,
-recordings read, sliced, transcribed, filtered, written. The VAD alone is timed too (`speech_track` over every file,
-in this process): the part every backend shares. Reported per row: seconds of wall clock, the speed as hours of
-audio per hour (audio seconds / wall seconds), and the clips kept. The results, with machine, versions and date, are
-printed and written to `--out-dir` (default `scripts/results/`) as `transcribe_cpu.json` and `.md` (`--name`).
+The recordings are `--input DIR` or, by default, one 44.1 kHz stereo FLAC per demo speaker (its utterances with
+pauses of 0.2 to 1.5 s and mild noise, `--minutes` in all). Each `--asr` spec runs with each `--workers` count as a
+whole `transcribe()` into a fresh folder; the VAD alone is timed too. Reported per row: wall clock, hours of audio
+per hour, clips kept; written to `--out-dir` as `transcribe_cpu.json` and `.md` (`--name`).
 """
 
 from __future__ import annotations
@@ -27,14 +22,13 @@ import soundfile as sf
 import torch
 import torchaudio.functional as AF
 
-from f5lite.bench import sidebyside as sbs
-from f5lite.bench.args import int_list
+from benchmarks import results
+from benchmarks.runner import int_list
 from f5lite.paths import demo_dir
 from f5lite.transcribe.run import TranscribeOptions, find_recordings, transcribe
 from f5lite.transcribe.source import TranscribeSettings
 from f5lite.transcribe.vad import load_vad_model, speech_track
 
-RESULTS = Path(__file__).resolve().parent / "results"
 DEMO_RATE = 24_000
 OUT_RATE = 44_100
 
@@ -74,50 +68,38 @@ def time_run(recordings_dir: Path, asr: str, workers: int, scratch: Path) -> dic
     result = transcribe(recordings_dir, out, TranscribeOptions(TranscribeSettings(asr=asr), workers=workers))
     wall = time.perf_counter() - start
     totals = result.report["totals"]
-    return {
-        "stage": "transcribe",
-        "asr": asr,
-        "workers": workers,
-        "wall_s": round(wall, 2),
-        "clips_kept": totals["clips_kept"],
-        "failed": totals["failed"],
-    }
+    return {"stage": "transcribe", "asr": asr, "workers": workers, "wall_s": round(wall, 2),
+            "clips_kept": totals["clips_kept"], "failed": totals["failed"]}  # fmt: skip
 
 
 def markdown(document: dict[str, Any]) -> str:
-    lines = [
-        "# f5lite-transcribe speed",
-        "",
-        f"{sbs.describe(document)}. {document['audio_hours'] * 60:.1f} minutes of audio in "
-        f"{document['files']} file(s) ({document['input']}). Speed: hours of audio per hour of wall clock.",
-        "",
-        "| stage | recogniser | workers | wall clock (s) | speed (h/h) | clips kept |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
-    for row in document["rows"]:
-        lines.append(
-            f"| {row['stage']} | {row['asr'] or '-'} | {row['workers']} | {row['wall_s']:.1f} | "
-            f"{row['speed']:.1f} | {row.get('clips_kept', '-')} |"
-        )
+    """The rows as a Markdown page."""
+    rows = [[r["stage"], r["asr"] or "-", r["workers"], f"{r['wall_s']:.1f}", f"{r['speed']:.1f}", r.get("clips_kept", "-")]
+            for r in document["rows"]]  # fmt: skip
+    head = ["stage", "recogniser", "workers", "wall clock (s)", "speed (h/h)", "clips kept"]
+    lines = ["# f5lite-transcribe speed", "",
+             f"{results.describe(document)}. {document['audio_hours'] * 60:.1f} minutes of audio in {document['files']} "
+             f"file(s) ({document['input']}). Speed: hours of audio per hour of wall clock.", "",
+             *results.table(head, rows, "  rrrr")]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
+    """Time the VAD and every recogniser and worker count; write `NAME.json` and `.md`."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", type=Path, help="a folder of recordings (default: made of the demo clips)")
-    parser.add_argument("--minutes", type=float, default=10.0, help="audio made of the demo clips (default: 10)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--asr", action="append", help="recogniser spec, repeatable (default: pocketsphinx)")
-    parser.add_argument("--workers", type=int_list(1), default=[1, 2], help="worker counts (default: 1,2)")
-    parser.add_argument("--out-dir", type=Path, default=RESULTS)
-    parser.add_argument("--name", default="transcribe_cpu")
+    add = parser.add_argument
+    add("--input", type=Path, help="a folder of recordings (default: made of the demo clips)")
+    add("--minutes", type=float, default=10.0, help="audio made of the demo clips (default: 10)")
+    add("--seed", type=int, default=0)
+    add("--asr", action="append", help="recogniser spec, repeatable (default: pocketsphinx)")
+    add("--workers", type=int_list(1), default=[1, 2], help="worker counts (default: 1,2)")
+    add("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results")
+    add("--name", default="transcribe_cpu")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch_dir:
-        scratch = Path(scratch_dir)
-        source = args.input
+        scratch, source = Path(scratch_dir), args.input
         if source is None:
-            source = scratch / "recordings"
-            source.mkdir()
+            (source := scratch / "recordings").mkdir()
             make_recordings(source, args.minutes, args.seed)
         recordings = find_recordings(source.resolve())
         audio_s = sum(sf.info(str(path)).duration for path in recordings)
@@ -128,16 +110,12 @@ def main() -> None:
                 print(rows[-1], flush=True)
     for row in rows:
         row["speed"] = round(audio_s / row["wall_s"], 1)
-    document = {
-        **sbs.run_header(["silero-vad", "pocketsphinx"]),
-        "input": str(args.input) if args.input else f"made of the demo clips, seed {args.seed}",
-        "files": len(recordings),
-        "audio_hours": round(audio_s / 3600, 4),
-        "rows": rows,
-    }
+    document = {**results.run_header(["silero-vad", "pocketsphinx"]),
+                "input": str(args.input) if args.input else f"made of the demo clips, seed {args.seed}",
+                "files": len(recordings), "audio_hours": round(audio_s / 3600, 4), "rows": rows}  # fmt: skip
     page = markdown(document)
     print(page)
-    sbs.write_results(args.out_dir / f"{args.name}.json", document, page)
+    results.write_results(args.out_dir / f"{args.name}.json", document, page)
 
 
 if __name__ == "__main__":

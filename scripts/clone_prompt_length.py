@@ -1,12 +1,11 @@
 """The reference-length lever of issue 55: the clone corpus's test set with longer voice prompts.
 
-Each row's prompt becomes `K` prompt clips of its voice read one after another (its own first, then the voice's
-next ones in the test set's order), their texts joined: about 2.6 s a clip. The rows, their sentences, ground truth
-and voices are unchanged, so `f5lite-eval` on each file measures the prompt's length alone. Only the rows of voices
-with at least `K` distinct prompts in the test set are kept: the held-out voices' (the training voices have two rows).
-
 Usage: python scripts/clone_prompt_length.py --testset runs/clone_corpus/test/testset.txt --clips 2 3
        then f5lite-eval ... testset=runs/clone_corpus/test/testset_prompt2.txt (one file per K beside the test set)
+
+Each row's prompt becomes `K` prompt clips of its voice read one after another (its own first, then the voice's next
+ones in the test set's order), their texts joined; sentences, ground truth and voices are unchanged, so `f5lite-eval`
+on each file measures the prompt's length alone. Only voices with `K` distinct prompts are kept (the held-out ones).
 """
 
 from __future__ import annotations

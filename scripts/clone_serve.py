@@ -1,16 +1,12 @@
-"""A voice never heard, end to end through `f5lite-serve` (issue 55, item 6): each held-out voice of the clone corpus
-is uploaded over `POST /v1/voices`, speaks unseen sentences through the `openai` SDK (streamed PCM), and its output
-is identified among every voice of the corpus.
+"""A voice never heard, end to end through `f5lite-serve` (issue 55, item 6): upload, speak, identify.
 
     python scripts/clone_serve.py --model runs/clone_cpu/export --corpus runs/clone_corpus
 
-The server runs in its own process on a free port, with an API key, upload allowed, and `--server-args` passed on
-(default: Griffin-Lim, the vocoder the model was scored with). Per held-out voice: its first test row's prompt is
-uploaded with its transcript, then `--rows` of its test rows are spoken one at a time; measured per request: time to
-first audio (request sent to the first PCM bytes), the whole request, seconds of audio; scored: speaker similarity to
-the uploaded clip, calibrated on the held-out voices' enrollment clips, and top-1 identification among the corpus's
-voices (`f5lite.metrics.cloning`, Resemblyzer). Results, with machine, versions and date, go to `--out-dir` (default
-`scripts/results/`) as `clone_serve_cpu.json` and `.md` (`--name`); the outputs as WAV files under `--keep` if given.
+The server runs in its own process with an API key, upload allowed and `--server-args` (default: Griffin-Lim, the
+vocoder the model was scored with). Each held-out voice of the clone corpus is uploaded (`POST /v1/voices`, its first
+test row's prompt and transcript), then speaks `--rows` of its test rows one at a time through the `openai` SDK
+(streamed PCM): time to first audio and per request, speaker similarity to the uploaded clip (calibrated on the
+held-out voices' enrollment clips) and top-1 identification among the corpus's voices (`f5lite.metrics.cloning`).
 """
 
 from __future__ import annotations
@@ -18,7 +14,6 @@ from __future__ import annotations
 import argparse
 import secrets
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,17 +25,12 @@ import openai
 import soundfile as sf
 import torch
 
+from benchmarks import results, runner
 from f5lite.audio import SAMPLE_RATE, load_audio
-from f5lite.bench import sidebyside as sbs
 from f5lite.data.testset import TestRow, read_testset
 from f5lite.metrics.cloning import CloningScorer
 from f5lite.metrics.speaker import cosine_similarity, load_speaker_encoder
 from f5lite.metrics.voices import read_enrollment
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_serve import start_server  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def upload(url: str, key: str, name: str, row: TestRow) -> None:
@@ -54,9 +44,7 @@ def upload(url: str, key: str, name: str, row: TestRow) -> None:
 
 def speak(client: openai.OpenAI, voice: str, text: str) -> tuple[torch.Tensor, float, float]:
     """`text` in `voice`, streamed as 16-bit PCM: the waveform `[samples]`, time to first audio, whole request (s)."""
-    started = time.perf_counter()
-    first = None
-    chunks = []
+    started, first, chunks = time.perf_counter(), None, []
     with client.audio.speech.with_streaming_response.create(model="tts-1", voice=voice, input=text,
                                                             response_format="pcm") as response:  # fmt: skip
         for chunk in response.iter_bytes():
@@ -75,40 +63,36 @@ def run(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     held_out = [v for v, split in enrollment.splits.items() if split == "held_out"]
     scorer = CloningScorer.enroll(load_speaker_encoder("resemblyzer"), enrollment, held_out)
     key = secrets.token_hex(16)
-    voices = scratch / "voices"
-    voices.mkdir()
+    (voices := scratch / "voices").mkdir()
     extra = ["--api-key", key, "--voice-upload", *args.server_args]
-    process, url = start_server(str(args.model), voices, extra, scratch / "server.log")
+    process, url = runner.start_server(str(args.model), voices, extra, scratch / "server.log")
     client = openai.OpenAI(base_url=f"{url}/v1", api_key=key, timeout=600)
-    results = []
+    done = []
     try:
         for voice in held_out:
             mine = [r for r in rows if r.voice == voice][: args.rows]
             upload(url, key, voice, mine[0])
-            reference = load_audio(mine[0].ref_audio)
+            reference = scorer.encoder.embed(load_audio(mine[0].ref_audio), SAMPLE_RATE)
             for row in mine:
                 audio, first, total = speak(client, voice, row.gen_text)
                 if args.keep:
                     args.keep.mkdir(parents=True, exist_ok=True)
                     sf.write(args.keep / f"{row.id}.wav", audio.numpy(), SAMPLE_RATE)
-                sim = cosine_similarity(
-                    scorer.encoder.embed(audio, SAMPLE_RATE), scorer.encoder.embed(reference, SAMPLE_RATE)
-                )
+                sim = cosine_similarity(scorer.encoder.embed(audio, SAMPLE_RATE), reference)
                 scored = scorer.score(audio, SAMPLE_RATE, voice, sim)
-                results.append({"id": row.id, "voice": voice, "first_audio_s": round(first, 3),
-                                "request_s": round(total, 3), "audio_s": round(audio.numel() / SAMPLE_RATE, 2),
-                                "sim": round(sim, 4),
-                                **{k: scored[k] for k in ("sim_calibrated", "speaker_top1", "speaker_correct")}})  # fmt: skip
-                print(results[-1], flush=True)
+                done.append({"id": row.id, "voice": voice, "first_audio_s": round(first, 3), "request_s": round(total, 3),
+                             "audio_s": round(audio.numel() / SAMPLE_RATE, 2), "sim": round(sim, 4),
+                             **{k: scored[k] for k in ("sim_calibrated", "speaker_top1", "speaker_correct")}})  # fmt: skip
+                print(done[-1], flush=True)
     finally:
         process.terminate()
         process.wait(timeout=60)
-    return {**sbs.run_header(["openai", "fastapi", "uvicorn", "resemblyzer"]), "model": str(args.model),
-            "server_args": args.server_args, "calibration": vars(scorer.calibration), "rows": results,
-            "summary": summarize(results)}  # fmt: skip
+    return {**results.run_header(["openai", "fastapi", "uvicorn", "resemblyzer"]), "model": str(args.model),
+            "server_args": args.server_args, "calibration": vars(scorer.calibration), "rows": done,
+            "summary": summarize(done)}  # fmt: skip
 
 
-def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(done: list[dict[str, Any]]) -> dict[str, Any]:
     """Means over every request, and per voice."""
 
     def means(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -119,39 +103,38 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                 "request_s_p50": round(statistics.median(r["request_s"] for r in items), 3),
                 "rtf": round(sum(r["request_s"] for r in items) / sum(r["audio_s"] for r in items), 3)}  # fmt: skip
 
-    voices = sorted({r["voice"] for r in results})
-    return {"all": means(results), **{v: means([r for r in results if r["voice"] == v]) for v in voices}}
+    voices = sorted({r["voice"] for r in done})
+    return {"all": means(done), **{v: means([r for r in done if r["voice"] == v]) for v in voices}}
 
 
 def markdown(document: dict[str, Any]) -> str:
     """The results as a page."""
-    lines = [f"# f5lite-serve: held-out voices uploaded and spoken ({sbs.describe(document)})", "",
+    head = ["voice", "requests", "top-1", "calibrated SIM", "first audio p50 (s)", "request p50 (s)", "RTF"]
+    rows = [[voice, *m.values()] for voice, m in document["summary"].items()]
+    lines = [f"# f5lite-serve: held-out voices uploaded and spoken ({results.describe(document)})", "",
              f"Model {document['model']}, server options {' '.join(document['server_args'])}; one request at a time,"
-             " streamed 16-bit PCM through the openai SDK.", "",
-             "| voice | requests | top-1 | calibrated SIM | first audio p50 (s) | request p50 (s) | RTF |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    for voice, m in document["summary"].items():
-        lines.append(f"| {voice} | {m['requests']} | {m['top1']} | {m['sim_calibrated']} | {m['first_audio_s_p50']} "
-                     f"| {m['request_s_p50']} | {m['rtf']} |")  # fmt: skip
+             " streamed 16-bit PCM through the openai SDK.", "", *results.table(head, rows)]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
+    """Run and write `NAME.json` and `.md`."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--model", type=Path, required=True, help="the clone_cpu export (or run directory)")
-    parser.add_argument("--corpus", type=Path, default=Path("runs/clone_corpus"), help="make clone-corpus's folder")
-    parser.add_argument("--rows", type=int, default=5, help="test rows spoken per held-out voice (default 5)")
-    parser.add_argument("--keep", type=Path, help="write the outputs here as WAV files")
-    parser.add_argument("--out-dir", type=Path, default=RESULTS)
-    parser.add_argument("--name", default="clone_serve_cpu")
-    parser.add_argument("--server-args", nargs=argparse.REMAINDER, default=["sample.vocoder=griffin_lim"],
-                        help="options for f5lite-serve (default: sample.vocoder=griffin_lim)")  # fmt: skip
+    add = parser.add_argument
+    add("--model", type=Path, required=True, help="the clone_cpu export (or run directory)")
+    add("--corpus", type=Path, default=Path("runs/clone_corpus"), help="make clone-corpus's folder")
+    add("--rows", type=int, default=5, help="test rows spoken per held-out voice (default 5)")
+    add("--keep", type=Path, help="write the outputs here as WAV files")
+    add("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results")
+    add("--name", default="clone_serve_cpu")
+    add("--server-args", nargs=argparse.REMAINDER, default=["sample.vocoder=griffin_lim"],
+        help="options for f5lite-serve (default: sample.vocoder=griffin_lim)")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         document = run(args, Path(scratch))
     page = markdown(document)
     print(page)
-    sbs.write_results(args.out_dir / f"{args.name}.json", document, page)
+    results.write_results(args.out_dir / f"{args.name}.json", document, page)
 
 
 if __name__ == "__main__":

@@ -1,60 +1,17 @@
 """Training step of F5-TTS's own code against f5lite's: same weights, same batch, interleaved, one process each.
 
-F5-TTS is not a dependency of f5lite; install it beside (for example `pip install --no-deps --target /tmp/f5pkg
-f5-tts x-transformers torchdiffeq ema-pytorch loguru einx frozendict torch-einops-utils rjieba`), then run with
-`PYTHONPATH=/tmp/f5pkg`. Without it the script stops with one line (`--configs` with only f5lite ones still runs).
-
-    PYTHONPATH=/tmp/f5pkg python scripts/compare_f5tts_train.py            # writes scripts/results/f5tts_train_cpu.*
-    make bench-gpu        # on a CUDA machine: dit_base, bf16, a bucket of 38,400 frames, compile, pack, fp8, AC
+    PYTHONPATH=.f5tts python scripts/compare_f5tts_train.py   # writes scripts/results/f5tts_train_cpu.*
+    make bench-gpu            # on a CUDA machine: dit_base, bf16, a bucket of 38,400 frames, compile, pack, fp8, AC
     make bench-gpu-rehearse   # the same command lines on this CPU with the tiny preset, in a few minutes
 
-Both sides train the mid-size DiT (`f5lite.bench.MID_DIT`) from the same random weights (our state dicts are
-key-compatible with F5-TTS's) on the same synthetic batch (mel lengths 300,340,370,400, text lengths 72,80,85,90).
-Each step is what the trainers do, through accelerate as both trainers use it:
-
-- F5-TTS: its `CFM(DiT)`, fused `AdamW` and `SequentialLR` warm-up/decay schedule, `accelerator.backward`,
-  `clip_grad_norm_` (max norm 1), `ema_pytorch.EMA` updated every step (its defaults, as its `Trainer`). Its trainer
-  offers only accelerate's mixed precision on a CPU (the 8-bit optimizer needs CUDA), so its best is bf16.
-- f5lite: `f5lite.train.setup.build_model` / `make_optimizer` from `+recipe=dit_base` plus the model size and
-  `perf.*` overrides, `f5lite.models.cfm.CFM`, f5lite's EMA, and the trainer's update (lr as a device tensor,
-  non-finite updates skipped on the device).
-
-On a GPU (`--device cuda`) the step is timed between device synchronizations, memory is the peak of
-`torch.cuda.max_memory_allocated`. The activation-checkpointing configurations compare f5lite's `perf.ac` (every
-block, every 2nd block) with F5-TTS's own `checkpoint_activations` (every block).
-
-MFU (model FLOPs utilization) = model FLOPs of one step / step time / peak FLOP/s, where
-
-- the model FLOPs are `f5lite.bench.training_flops` of the DiT over the batch's *real* frames (the mel lengths, never
-  the padded length): 6 x (the per-frame linear and convolution weights) x frames (forward 2, backward 4 = 2x the
-  forward) plus the bidirectional attention, 12 x layers x inner x length^2 per utterance (4 forward, 8 backward).
-  Per-utterance weights (time embedding, AdaLN modulation), embedding lookups, norms and elementwise work are not
-  counted, nor is the recompute of activation checkpointing: model FLOPs, not hardware FLOPs. A padded step and a
-  packed one (`perf.pack`) of the same utterances therefore count the same FLOPs, and their MFUs compare;
-- the peak is the GPU's dense bf16 tensor-core peak without sparsity (`f5lite.bench.PEAK_FLOPS`, by GPU model:
-  989.4 TFLOP/s on an H100 SXM or an H200), also for the fp8 configurations, so that MFUs compare across precisions.
-
-Batches: `--mel-lengths`/`--text-lengths` give one explicitly (the GPU default is 32 x 1200 equal lengths, where
-packing cannot help); `--lengths-from bucket|shuffled --frames N` draws a speech-like batch whose padded size is at
-most N frames (`f5lite.bench.lengths`): a length-sorted bucket (little padding) or a shuffled batch (much padding).
-The results state the batch's padding fraction.
-
-`--profile N` profiles one more step per run with torch.profiler and reports where its time goes
-(`f5lite.bench.step_profile`): matmuls, attention, convolutions, elementwise/norms/modulation, optimizer (clipping,
-AdamW, LR: a `record_function` range), EMA (a range), copies (memcpy, memset, dtype casts), other, and idle. On a GPU
-the rows are the device's kernels and idle is the step's wall time minus the union of the kernel intervals (the
-profiled step synchronizes the device at the edges of the optimizer and EMA ranges so that their kernels fall inside
-them, which adds four launch latencies to idle); on a CPU they are the operators' self times and idle is the time
-inside no operator (Python and dispatch). The N operators with the most time are listed too.
-
-Configurations that cannot run here are skipped with a one-line note (the fp8 ones need CUDA with compute
-capability 8.9 or more); one that fails is reported in one line and the others go on. The results files are
-rewritten after every run, so an interrupted benchmark keeps what it measured.
-
-Configurations run in their own subprocesses (a clean peak RSS each), alternating within every round so a VM whose
-speed drifts slows all of them alike; per configuration the median over `--rounds` of each run's median step is
-kept. Frames/s counts real (unpadded) frames. Ratios are f5lite's frames/s over F5-TTS's at equal precision, and
-best against best.
+Both sides train the same DiT from the same random weights on the same synthetic batch, each step as its trainer
+takes it through accelerate: F5-TTS's `CFM(DiT)`, fused AdamW, warm-up/decay schedule, clipping and `ema_pytorch`;
+f5lite's `build_model`/`make_optimizer` from `+recipe=dit_base` plus `perf.*` overrides, its EMA and its trainer's
+update. `--lengths-from bucket|shuffled --frames N` draws a speech-like batch (`benchmarks.models.speech_batch`).
+MFU counts the model FLOPs of the real frames (`benchmarks.flops`) over the GPU's dense bf16 peak; `--profile N`
+splits one more step into categories (`benchmarks.step_profile`) and lists its top N operators. A configuration
+that cannot run here (fp8 needs CUDA 8.9+) is skipped in one line, a failed one is reported in one line and the
+others go on; the results files are rewritten after every run. Method and caveats: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -73,34 +30,24 @@ from typing import Any
 
 import torch
 
-from f5lite.bench import F5TTS_VOCAB_SIZE, MID_DIT
-from f5lite.bench import sidebyside as sbs
-from f5lite.bench.args import int_list
-from f5lite.bench.flops import table_peak_flops, training_flops
-from f5lite.bench.lengths import SHAPES, padding_fraction, speech_batch
-from f5lite.bench.step_profile import EMA_RANGE, OPTIMIZER_RANGE, STEP_RANGE, categorize, profiler_rows, shares
+import f5lite
+from benchmarks import f5tts, results, runner
+from benchmarks.flops import table_peak_flops, training_flops
+from benchmarks.models import DITS, F5TTS_VOCAB_SIZE, SHAPES, padding_fraction, shared_weights, speech_batch
+from benchmarks.models import synthetic_batch as synthetic_batch
+from benchmarks.step_profile import EMA_RANGE, OPTIMIZER_RANGE, STEP_RANGE, categorize, profiler_rows, shares
 
 VOCAB = F5TTS_VOCAB_SIZE
-RESULTS = Path(__file__).resolve().parent / "results"
-STEM = "f5tts_train_{device}"
-PRESETS: dict[str, dict[str, Any]] = {
-    "base": {"dim": 1024, "depth": 22, "heads": 16, "dim_head": 64, "ff_mult": 2, "text_dim": 512, "conv_layers": 4},
-    "mid": MID_DIT,
-    # Smoke tests only.
-    "tiny": {"dim": 64, "depth": 2, "heads": 4, "dim_head": 16, "ff_mult": 2, "text_dim": 32, "conv_layers": 1},
-}
-LR = 7.5e-5
-WARMUP_UPDATES = 20_000
-TOTAL_UPDATES = 1_000_000
+PRESETS = {name: DITS[name] for name in ("base", "mid", "tiny")}
+LR, WARMUP_UPDATES, TOTAL_UPDATES = 7.5e-5, 20_000, 1_000_000
 
 
 @dataclass(frozen=True)
 class Config:
     """One measured configuration: which code, which precision, which f5lite `perf.*` overrides.
 
-    `checkpoint_activations` is F5-TTS's own switch (every block); f5lite's is an override of `perf.ac`. `compile` is
-    what an F5-TTS user adds by hand in one line: its DiT's `forward` wrapped in `torch.compile` (f5lite's is
-    `perf.compile`, per block).
+    `checkpoint_activations` is F5-TTS's own switch (every block); `compile` is what an F5-TTS user adds by hand:
+    its DiT's `forward` wrapped in `torch.compile` (f5lite's is `perf.compile`, per block).
     """
 
     side: str
@@ -115,15 +62,12 @@ class Config:
         return "perf.fp8=true" in self.overrides
 
 
-COMPILE = "perf.compile=true"
+COMPILE, PACK, FP8 = "perf.compile=true", "perf.pack=true", "perf.fp8=true"
 MASK = "model.attn_mask_enabled=true"  # perf.pack computes the padded step with padded keys masked: it needs this
-PACK = "perf.pack=true"
-FP8 = "perf.fp8=true"
 CONFIGS: dict[str, Config] = {
     "F5-TTS fp32": Config("f5tts", "no"),
     "F5-TTS bf16": Config("f5tts", "bf16"),
-    # The anchor on a GPU: F5-TTS as its users really run it, compiled.
-    "F5-TTS bf16 + compile": Config("f5tts", "bf16", compile=True),
+    "F5-TTS bf16 + compile": Config("f5tts", "bf16", compile=True),  # the anchor on a GPU, as its users run it
     "f5lite fp32": Config("f5lite", "no"),
     "f5lite bf16": Config("f5lite", "bf16"),
     "f5lite bf16 + compile": Config("f5lite", "bf16", (COMPILE,)),
@@ -132,22 +76,15 @@ CONFIGS: dict[str, Config] = {
     "f5lite bf16 + compile + pack": Config("f5lite", "bf16", (COMPILE, MASK, PACK)),
     "f5lite bf16 + compile + fp8": Config("f5lite", "bf16", (COMPILE, FP8)),
     "f5lite bf16 + compile + pack + fp8": Config("f5lite", "bf16", (COMPILE, MASK, PACK, FP8)),
-    # Ablations: f5lite with one of its step optimizations switched off, to measure what each one brings.
+    # Ablations: f5lite with one of its step optimizations switched off.
     "f5lite fp32 (torch dropout)": Config("f5lite", "no", ("perf.dropout=torch",)),
     "f5lite bf16 (torch dropout)": Config("f5lite", "bf16", ("perf.dropout=torch",)),
     "F5-TTS bf16 + AC": Config("f5tts", "bf16", checkpoint_activations=True),
     "f5lite bf16 + AC every 2nd": Config("f5lite", "bf16", ("perf.ac.mode=full", "perf.ac.every_n=2")),
     "f5lite bf16 + AC": Config("f5lite", "bf16", ("perf.ac.mode=full", "perf.ac.every_n=1")),
 }
-DEFAULT_CONFIGS = (
-    "F5-TTS fp32",
-    "F5-TTS bf16",
-    "f5lite fp32",
-    "f5lite bf16",
-    "f5lite bf16 + compile",
-    "f5lite fp32 (torch dropout)",
-    "f5lite bf16 (torch dropout)",
-)
+DEFAULT_CONFIGS = ("F5-TTS fp32", "F5-TTS bf16", "f5lite fp32", "f5lite bf16", "f5lite bf16 + compile",
+                   "f5lite fp32 (torch dropout)", "f5lite bf16 (torch dropout)")  # fmt: skip
 """What runs without `--configs`: the CPU comparison (activation checkpointing only costs time on a CPU)."""
 PAIRS = {
     "fp32": ("f5lite fp32", "F5-TTS fp32"),
@@ -155,51 +92,50 @@ PAIRS = {
     "bf16 + compile": ("f5lite bf16 + compile", "F5-TTS bf16 + compile"),
     "bf16 + AC": ("f5lite bf16 + AC", "F5-TTS bf16 + AC"),
     # Each lever against the anchor, F5-TTS compiled as its users run it.
-    "bf16 + compile + pack": ("f5lite bf16 + compile + pack", "F5-TTS bf16 + compile"),
-    "bf16 + compile + fp8": ("f5lite bf16 + compile + fp8", "F5-TTS bf16 + compile"),
-    "bf16 + compile + pack + fp8": ("f5lite bf16 + compile + pack + fp8", "F5-TTS bf16 + compile"),
-}
+    **{f"bf16 + compile + {lever}": (f"f5lite bf16 + compile + {lever}", "F5-TTS bf16 + compile")
+       for lever in ("pack", "fp8", "pack + fp8")},
+}  # fmt: skip
+NO_DROP = {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}
+"""The CFM keywords of both sides for `--no-drop`."""
+COMPILED_GRAPHS = "inductor-generated code (compiled graphs)"
+"""The profile's name for all of torch.compile's graphs together."""
 
 
 def _configs(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in CONFIGS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown configuration(s) {unknown}; choose from: {', '.join(CONFIGS)}")
+    if not names or (unknown := [n for n in names if n not in CONFIGS]):
+        raise argparse.ArgumentTypeError(f"unknown configuration(s) {names and unknown}; choose from: "
+                                         f"{', '.join(CONFIGS)}")  # fmt: skip
     return names
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median kept)")
-    parser.add_argument("--steps", type=int, default=4, help="timed steps per run")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where both sides train")
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size")
-    parser.add_argument("--mel-lengths", type=int_list(1), default=[300, 340, 370, 400])
-    parser.add_argument("--text-lengths", type=int_list(1), default=[72, 80, 85, 90])
-    parser.add_argument(
-        "--lengths-from",
-        choices=SHAPES,
-        help="draw a speech-like batch instead of --mel-lengths: a length-sorted bucket or a shuffled batch",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--rounds", type=int, default=3, help="interleaved rounds (median kept)")
+    add("--steps", type=int, default=4, help="timed steps per run")
+    add("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
+    add("--threads", type=int, default=2, help="torch CPU threads")
+    add("--device", choices=("cpu", "cuda"), default="cpu", help="where both sides train")
+    add("--preset", choices=sorted(PRESETS), default="mid", help="model size")
+    add("--mel-lengths", type=runner.int_list(1), default=[300, 340, 370, 400])
+    add("--text-lengths", type=runner.int_list(1), default=[72, 80, 85, 90])
+    add("--lengths-from", choices=SHAPES, help="draw a speech-like batch instead: a length-sorted bucket or a shuffled "
+        "batch")  # fmt: skip
+    add(
         "--frames",
         type=int,
         help="with --lengths-from: the padded batch's frame budget (default: sum of --mel-lengths)",
     )
-    parser.add_argument("--configs", type=_configs, default=list(DEFAULT_CONFIGS), help="comma-separated")
-    parser.add_argument("--out-dir", type=Path, default=RESULTS, help="where f5tts_train_DEVICE.json/.md go")
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    parser.add_argument(
-        "--profile", type=int, default=0, metavar="N", help="profile one more step per run; report the top N ops"
-    )
-    parser.add_argument("--worker", choices=list(CONFIGS), help=argparse.SUPPRESS)
+    add("--configs", type=_configs, default=list(DEFAULT_CONFIGS), help="comma-separated")
+    add("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results", help="where the results go")
+    add("--no-write", action="store_true", help="print only")
+    add("--profile", type=int, default=0, metavar="N", help="profile one more step per run; report the top N ops")
+    add("--worker", choices=list(CONFIGS), help=argparse.SUPPRESS)
     # F5-TTS draws its condition dropout from Python's unseeded `random`, f5lite from the step's generator: only
     # without dropout do both sides see the same inputs, which is what comparing their losses needs.
-    parser.add_argument("--no-drop", action="store_true", help="train without condition dropout on both sides")
+    add("--no-drop", action="store_true", help="train without condition dropout on both sides")
     args = parser.parse_args(argv)
     if len(args.mel_lengths) != len(args.text_lengths):
         parser.error("--mel-lengths and --text-lengths need the same number of items")
@@ -220,10 +156,12 @@ def unavailable(config: Config, device: torch.device) -> str | None:
         return None
     if device.type != "cuda":
         return "perf.fp8 needs a CUDA GPU of compute capability 8.9 or more; skipped on the CPU"
-    capability = torch.cuda.get_device_capability(device)
-    if capability < (8, 9):
-        return f"perf.fp8 needs compute capability 8.9 or more; this GPU has {capability[0]}.{capability[1]}"
-    return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return (
+        None
+        if (major, minor) >= (8, 9)
+        else f"perf.fp8 needs compute capability 8.9 or more; this GPU has {major}.{minor}"
+    )
 
 
 _PROFILED: torch.device | None = None
@@ -232,67 +170,21 @@ _PROFILED: torch.device | None = None
 
 @contextlib.contextmanager
 def phase(name: str) -> Iterator[None]:
-    """A profiler range around part of the step (`OPTIMIZER_RANGE`, `EMA_RANGE`); nothing outside `profile_step`.
-
-    On a GPU the device is synchronized at both edges, so that the kernels launched inside the range also run inside
-    its interval and `categorize` can attribute them by time (costs a few launch latencies in the profiled step only).
-    """
+    """A profiler range around part of the step, only inside `profile_step`. On a GPU the device is synchronized at
+    both edges, so that the kernels launched inside the range also run inside its interval."""
     if _PROFILED is None:
         yield
         return
     from torch.profiler import record_function
 
-    cuda = _PROFILED.type == "cuda"
-    if cuda:
-        torch.cuda.synchronize(_PROFILED)
+    sync = torch.cuda.synchronize if _PROFILED.type == "cuda" else lambda device: None
+    sync(_PROFILED)
     with record_function(name):
         yield
-        if cuda:
-            torch.cuda.synchronize(_PROFILED)
+        sync(_PROFILED)
 
 
-def f5tts_missing() -> str | None:
-    """Why F5-TTS (and its EMA package) cannot be imported, or None when they can."""
-    try:
-        import ema_pytorch  # noqa: F401
-        import f5_tts.model  # noqa: F401
-    except ImportError as err:
-        return str(err)
-    return None
-
-
-def synthetic_batch(
-    mel_lengths: list[int], text_lengths: list[int], device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`(mel [b, n, 100] zero-padded, text ids [b, nt] padded with -1, lens [b])` on `device`, reproducible."""
-    g = torch.Generator().manual_seed(0)
-    mel = torch.zeros(len(mel_lengths), max(mel_lengths), 100)
-    text = torch.full((len(text_lengths), max(text_lengths)), -1, dtype=torch.long)
-    for i, (frames, tokens) in enumerate(zip(mel_lengths, text_lengths, strict=True)):
-        mel[i, :frames] = torch.randn(frames, 100, generator=g) * 2 - 5  # roughly log-mel values
-        text[i, :tokens] = torch.randint(0, VOCAB, (tokens,), generator=g)
-    return mel.to(device), text.to(device), torch.tensor(mel_lengths, device=device)
-
-
-def shared_weights(dims: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """The random weights both sides start from: every parameter N(0, 0.02), so no zero-initialized path is idle."""
-    import f5lite
-
-    torch.manual_seed(0)
-    model = f5lite.build_backbone("dit", **dims, text_num_embeds=VOCAB)
-    with torch.no_grad():
-        for p in model.parameters():
-            torch.nn.init.normal_(p, std=0.02)
-    return model.state_dict()
-
-
-NO_DROP = {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}
-"""The CFM keywords of both sides for `--no-drop`."""
-
-
-def f5tts_step(
-    config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], cfm_kwargs: dict[str, float]
-) -> Callable[[int], float]:
+def f5tts_step(config: Config, dims: dict, batch: tuple[torch.Tensor, ...], cfm_kwargs: dict) -> Callable[[int], float]:
     """F5-TTS's `Trainer.train` inner step on a fixed batch; returns `step(i) -> loss`."""
     from accelerate import Accelerator
     from ema_pytorch import EMA
@@ -303,12 +195,9 @@ def f5tts_step(
 
     device = batch[0].device
     accelerator = Accelerator(cpu=device.type == "cpu", mixed_precision=config.precision)
-    backbone = F5DiT(
-        **dims, text_num_embeds=VOCAB, mel_dim=100, checkpoint_activations=config.checkpoint_activations
-    ).to(device)
-    missing, unexpected = backbone.load_state_dict(shared_weights(dims), strict=False)
-    params = {name for name, _ in backbone.named_parameters()}
-    if unexpected or params & set(missing):
+    backbone = F5DiT(**dims, text_num_embeds=VOCAB, mel_dim=100, checkpoint_activations=config.checkpoint_activations)
+    missing, unexpected = backbone.to(device).load_state_dict(shared_weights(dims), strict=False)
+    if unexpected or {name for name, _ in backbone.named_parameters()} & set(missing):
         raise SystemExit(f"compare_f5tts_train.py: weights do not match F5-TTS's DiT: {missing} {unexpected}")
     if config.compile:
         backbone.forward = torch.compile(backbone.forward)  # type: ignore[method-assign]  # the user's one line
@@ -341,7 +230,7 @@ def f5tts_step(
 
 
 def f5lite_step(
-    config: Config, dims: dict[str, Any], batch: tuple[torch.Tensor, ...], cfm_kwargs: dict[str, float]
+    config: Config, dims: dict, batch: tuple[torch.Tensor, ...], cfm_kwargs: dict
 ) -> Callable[[int], float]:
     """f5lite's trainer update (`Trainer.forward_backward` + `optimizer_step`) on a fixed batch."""
     from accelerate import Accelerator
@@ -354,9 +243,8 @@ def f5lite_step(
     device = batch[0].device
     overrides = ["+recipe=dit_base", *(f"model.{k}={v}" for k, v in dims.items()), f"perf.precision={config.precision}"]
     cfg = compose_config([*overrides, f"optim.lr={LR}", *config.overrides])
-    accelerator = Accelerator(
-        cpu=device.type == "cpu", mixed_precision=cfg.perf.precision, step_scheduler_with_optimizer=False
-    )
+    accelerator = Accelerator(cpu=device.type == "cpu", mixed_precision=cfg.perf.precision,
+                              step_scheduler_with_optimizer=False)  # fmt: skip
     setup = build_model(cfg, VOCAB, None, device)
     setup.backbone.load_state_dict(shared_weights(dims))
     if setup.ema is not None:
@@ -368,8 +256,7 @@ def f5lite_step(
 
     def step(i: int) -> float:
         nonlocal applied
-        generator = torch.Generator(device=device).manual_seed(i)
-        loss = model(mel, text, lens, generator=generator)
+        loss = model(mel, text, lens, generator=torch.Generator(device=device).manual_seed(i))
         accelerator.backward(loss)
         with phase(OPTIMIZER_RANGE):
             grad_norm = accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
@@ -391,14 +278,12 @@ def f5lite_step(
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
-    """Run one configuration in this process: warm up, time `--steps` steps, report the median and peak memory."""
+    """One configuration in this process: warm up, time `--steps` steps, report the median and the peak memory."""
     torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    config = CONFIGS[args.worker]
-    dims = PRESETS[args.preset]
+    device, config = torch.device(args.device), CONFIGS[args.worker]
     batch = synthetic_batch(args.mel_lengths, args.text_lengths, device)
     build = f5tts_step if config.side == "f5tts" else f5lite_step
-    step = build(config, dims, batch, NO_DROP if args.no_drop else {})
+    step = build(config, PRESETS[args.preset], batch, NO_DROP if args.no_drop else {})
     losses = [step(i) for i in range(args.warmup)]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -407,40 +292,25 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         start = time.perf_counter()
         losses.append(step(args.warmup + i))  # reading the loss waits for the device
         times.append(time.perf_counter() - start)
-    record = {
-        "label": args.worker,
-        "step_s": statistics.median(times),
-        "steps_s": [round(t, 4) for t in times],
-        "losses": [round(v, 5) for v in losses],
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # KiB on Linux
-    }
+    record = {"label": args.worker, "step_s": statistics.median(times), "steps_s": [round(t, 4) for t in times],
+              "losses": [round(v, 5) for v in losses],
+              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}  # fmt: skip
     if device.type == "cuda":
-        record["peak_gpu_bytes"] = torch.cuda.max_memory_allocated(device)
-        record["gpu"] = torch.cuda.get_device_name(device)
+        record |= {"peak_gpu_bytes": torch.cuda.max_memory_allocated(device), "gpu": torch.cuda.get_device_name(device)}
     if args.profile:
         record["profile"] = profile_step(step, args.warmup + args.steps, device, args.profile)
     return record
 
 
-RANGE_NAMES = {"optimizer": OPTIMIZER_RANGE, "ema": EMA_RANGE}
-
-COMPILED_GRAPHS = "inductor-generated code (compiled graphs)"
-"""The profile's name for all of torch.compile's graphs together."""
-
-
 def profile_step(step: Callable[[int], float], i: int, device: torch.device, top: int) -> dict[str, Any]:
-    """Where one step's time goes: its categories (`f5lite.bench.step_profile`) and its `top` operators.
-
-    Returns:
-        `{"basis", "step_ms", "categories": {category: {"ms", "share"}}, "ranges": {"optimizer", "ema"},
-        "ops": [{"op", "ms", "share", "calls"}]}`;
-        shares are of the step's window; the operators are ranked by self time (device time on a GPU).
-    """
+    """Where one step's time goes: `{"basis", "step_ms", "categories": {category: {"ms", "share"}}, "ranges":
+    {"optimizer", "ema"} (how many the step marked), "ops": [{"op", "ms", "share", "calls"}]}`, shares of the step's
+    window, the `top` operators ranked by self time (device time on a GPU)."""
     global _PROFILED
     from torch.profiler import ProfilerActivity, profile, record_function
 
     cuda = device.type == "cuda"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    activities = [ProfilerActivity.CPU, *[ProfilerActivity.CUDA] * cuda]
     if cuda:
         torch.cuda.synchronize(device)  # the window starts with an idle device: nothing of the last step runs on
     _PROFILED = device
@@ -454,89 +324,66 @@ def profile_step(step: Callable[[int], float], i: int, device: torch.device, top
     attr = "self_device_time_total" if cuda else "self_cpu_time_total"
     ops: dict[str, list[float]] = {}  # name -> [microseconds, calls]
     for row in prof.key_averages():
-        if row.key in (STEP_RANGE, OPTIMIZER_RANGE, EMA_RANGE):
-            continue
-        # Each compiled graph has its own hashed name; together they are the compiler's generated code.
-        name = COMPILED_GRAPHS if row.key.startswith("## Call CompiledFxGraph") else row.key
-        us, calls = ops.setdefault(name, [0.0, 0])
-        ops[name] = [us + getattr(row, attr), calls + row.count]
+        if row.key not in (STEP_RANGE, OPTIMIZER_RANGE, EMA_RANGE):
+            # Each compiled graph has its own hashed name; together they are the compiler's generated code.
+            name = COMPILED_GRAPHS if row.key.startswith("## Call CompiledFxGraph") else row.key
+            us, calls = ops.get(name, [0.0, 0])
+            ops[name] = [us + getattr(row, attr), calls + row.count]
     window = times["window"] or 1.0
     ranked = sorted(((name, us, calls) for name, (us, calls) in ops.items() if us > 0), key=lambda r: -r[1])
     return {
         "basis": "GPU kernels" if cuda else "CPU operators (self time)",
         "step_ms": round(window / 1e3, 3),
         "categories": shares(times),
-        # How many optimizer and EMA ranges the step marked (1 each): without them their work is counted by name.
-        "ranges": {name: sum(r.name == marker for r in rows) for name, marker in RANGE_NAMES.items()},
-        "ops": [
-            {"op": name, "ms": round(us / 1e3, 2), "share": round(us / window, 4), "calls": int(calls)}
-            for name, us, calls in ranked[:top]
-        ],
-    }
+        "ranges": {name: sum(r.name == marker for r in rows) for name, marker in
+                   (("optimizer", OPTIMIZER_RANGE), ("ema", EMA_RANGE))},
+        "ops": [{"op": name, "ms": round(us / 1e3, 2), "share": round(us / window, 4), "calls": int(calls)}
+                for name, us, calls in ranked[:top]],
+    }  # fmt: skip
 
 
-def config(label: str, args: argparse.Namespace) -> sbs.Config:
+def config(label: str, args: argparse.Namespace) -> runner.Config:
     """One configuration: this script's `--worker LABEL` mode, whose last stdout line is its JSON record."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", label, "--preset", args.preset]
     command += ["--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads)]
-    command += ["--device", args.device]
-    command += ["--mel-lengths", ",".join(map(str, args.mel_lengths))]
+    command += ["--device", args.device, "--mel-lengths", ",".join(map(str, args.mel_lengths))]
     command += ["--text-lengths", ",".join(map(str, args.text_lengths))]
-    command += ["--no-drop"] if args.no_drop else []
-    command += ["--profile", str(args.profile)] if args.profile else []
-    return sbs.Config(label, command)
+    command += ["--no-drop"] * args.no_drop + (["--profile", str(args.profile)] if args.profile else [])
+    return runner.Config(label, command)
 
 
 def machine() -> dict[str, Any]:
     """CPU model, cores, versions and date."""
-    return sbs.flat_header(sbs.run_header(["f5-tts", "accelerate"]))
+    return results.flat_header(results.run_header(["f5-tts", "accelerate"]))
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]], frames: int, flops: float | None = None) -> dict[str, Any]:
-    """Medians per configuration and the f5lite/F5-TTS ratios at equal precision and best against best.
-
-    `flops` is one step's model FLOPs over the GPU's peak FLOP/s (so MFU = flops / step), None on a CPU.
-    """
+    """Medians per configuration and the f5lite/F5-TTS ratios at equal precision and best against best; `flops` is
+    one step's model FLOPs over the GPU's peak FLOP/s (MFU = flops / step), None on a CPU."""
     table: dict[str, dict[str, Any]] = {}
     for label, records in runs.items():
         step = statistics.median(r["step_s"] for r in records)
-        table[label] = {
-            "step_s": round(step, 4),
-            "frames_per_s": round(frames / step, 1),
-            "peak_rss_gb": round(statistics.median(r["peak_rss_bytes"] for r in records) / 1e9, 3),
-            "runs_step_s": [round(r["step_s"], 4) for r in records],
-        }
+        row = table[label] = {"step_s": round(step, 4), "frames_per_s": round(frames / step, 1),
+                              "peak_rss_gb": round(statistics.median(r["peak_rss_bytes"] for r in records) / 1e9, 3),
+                              "runs_step_s": [round(r["step_s"], 4) for r in records]}  # fmt: skip
         if records and "profile" in records[0]:  # the first round's profile: one step, for where the time goes
-            table[label]["profile"] = records[0]["profile"]
+            row["profile"] = records[0]["profile"]
         if all("peak_gpu_bytes" in r for r in records):
-            table[label]["peak_gpu_gb"] = round(statistics.median(r["peak_gpu_bytes"] for r in records) / 1e9, 3)
+            row["peak_gpu_gb"] = round(statistics.median(r["peak_gpu_bytes"] for r in records) / 1e9, 3)
         if flops is not None:
-            table[label]["mfu"] = round(flops / step, 4)
-    ratios: dict[str, dict[str, Any]] = {}
-    for name, (ours, theirs) in PAIRS.items():
-        if ours in table and theirs in table:
-            ratios[name] = _ratio(table, ours, theirs)
+            row["mfu"] = round(flops / step, 4)
+    pairs = {name: pair for name, pair in PAIRS.items() if set(pair) <= set(table)}
     sides = {side: [k for k in table if CONFIGS[k].side == side] for side in ("f5lite", "f5tts")}
     if all(sides.values()):
         best = {side: max(labels, key=lambda k: table[k]["frames_per_s"]) for side, labels in sides.items()}
-        ratios["best"] = _ratio(table, best["f5lite"], best["f5tts"])
+        pairs["best"] = (best["f5lite"], best["f5tts"])
+    ratios = {}
+    for name, (ours, theirs) in pairs.items():
+        memory = "peak_gpu_gb" if "peak_gpu_gb" in table[ours] and "peak_gpu_gb" in table[theirs] else "peak_rss_gb"
+        ratios[name] = {"f5lite": ours, "f5tts": theirs,
+                        "speed": round(table[theirs]["step_s"] / table[ours]["step_s"], 3),  # same frames
+                        "memory": round(table[ours][memory] / table[theirs][memory], 3)}  # fmt: skip
     return {"configs": table, "ratios": ratios}
-
-
-def _params(dims: dict[str, Any]) -> int:
-    import f5lite
-
-    return sum(p.numel() for p in f5lite.build_backbone("dit", **dims, text_num_embeds=VOCAB).parameters())
-
-
-def _ratio(table: dict[str, dict[str, Any]], ours: str, theirs: str) -> dict[str, Any]:
-    memory = "peak_gpu_gb" if "peak_gpu_gb" in table[ours] and "peak_gpu_gb" in table[theirs] else "peak_rss_gb"
-    return {
-        "f5lite": ours,
-        "f5tts": theirs,
-        "speed": round(table[theirs]["step_s"] / table[ours]["step_s"], 3),  # same frames: a ratio of rates
-        "memory": round(table[ours][memory] / table[theirs][memory], 3),
-    }
 
 
 def step_flops_over_peak(args: argparse.Namespace, gpu: str | None) -> float | None:
@@ -544,62 +391,9 @@ def step_flops_over_peak(args: argparse.Namespace, gpu: str | None) -> float | N
     peak = table_peak_flops(gpu) if gpu else None
     if peak is None:
         return None
-    import f5lite
-
     with torch.device("meta"):
         backbone = f5lite.build_backbone("dit", **PRESETS[args.preset], text_num_embeds=VOCAB)
     return training_flops(backbone, args.mel_lengths, args.text_lengths) / peak
-
-
-def markdown(result: dict[str, Any]) -> str:
-    """The results as a Markdown page."""
-    m, s = result["machine"], result["setup"]
-    lines = [
-        f"# Training step: F5-TTS against f5lite ({s.get('gpu') or 'CPU'})",
-        "",
-        f"Machine: {sbs.describe(m)}.",
-        "",
-        f"Model: DiT {s['model']} ({s['params'] / 1e6:.1f}M parameters), the same random weights on both sides. "
-        f"Batch{' (' + s['lengths_from'] + ')' if s.get('lengths_from') else ''}: {len(s['mel_lengths'])} "
-        f"utterances, mel lengths {_lengths(s['mel_lengths'])}, text lengths {_lengths(s['text_lengths'])} "
-        f"({s['frames']} real frames; padded to {s.get('padded_frames', s['frames'])}, "
-        f"{s.get('padding_fraction', 0.0):.1%} padding). "
-        f"{s['threads']} threads; per run {s['warmup']} warm-up + {s['steps']} timed steps (median), each "
-        f"configuration in its own process, median of {s['rounds']} interleaved rounds. Step = forward, backward, "
-        "clip, AdamW, LR schedule and EMA update, as each trainer does it.",
-        "",
-        "Frames/s counts real frames. MFU: the model FLOPs of the real frames (`f5lite.bench.training_flops`: "
-        "6 x per-frame weights x frames + the attention's 12 x layers x inner x length^2 per utterance; no "
-        "activation-checkpointing recompute, no FLOPs on padding) over the GPU's dense bf16 peak (no sparsity).",
-        "",
-        "| configuration | step (s) | frames/s | MFU | peak GPU memory (GB) | peak RSS (GB) | runs (s) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for label, row in result["configs"].items():
-        runs = ", ".join(f"{t:.3f}" for t in row["runs_step_s"])
-        mfu = f"{row['mfu']:.1%}" if "mfu" in row else "-"
-        gpu_gb = f"{row['peak_gpu_gb']:.2f}" if "peak_gpu_gb" in row else "-"
-        lines.append(
-            f"| {label} | {row['step_s']:.3f} | {row['frames_per_s']:.0f} | {mfu} | {gpu_gb} | "
-            f"{row['peak_rss_gb']:.2f} | {runs} |"
-        )
-    if result["ratios"]:
-        lines += [
-            "",
-            "| comparison | f5lite | F5-TTS | speed (f5lite/F5-TTS) | memory |",
-            "| --- | --- | --- | ---: | ---: |",
-        ]
-        for name, r in result["ratios"].items():
-            title = "best vs best" if name == "best" else f"equal precision ({name})"
-            if name.startswith("bf16 + compile +"):  # a lever of f5lite's against the anchor
-                title = f"{name[len('bf16 + compile + ') :]} against compiled F5-TTS"
-            lines.append(f"| {title} | {r['f5lite']} | {r['f5tts']} | {r['speed']:.2f}x | {r['memory']:.2f}x |")
-    notes = [f"- {label}: skipped: {why}" for label, why in result.get("skipped", {}).items()]
-    notes += [f"- {label}: failed: {why}" for label, why in result.get("failed", {}).items()]
-    if notes:
-        lines += ["", "Not measured:", "", *notes]
-    lines += profile_table(result["configs"])
-    return "\n".join(lines) + "\n"
 
 
 def _lengths(values: list[int]) -> str:
@@ -609,52 +403,75 @@ def _lengths(values: list[int]) -> str:
     return f"{min(values)}-{max(values)} (median {statistics.median(values):g})"
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The results as a Markdown page."""
+    m, s = result["machine"], result["setup"]
+    batch = f" ({s['lengths_from']})" if s.get("lengths_from") else ""
+    lines = [
+        f"# Training step: F5-TTS against f5lite ({s.get('gpu') or 'CPU'})", "", f"Machine: {results.describe(m)}.", "",
+        f"Model: DiT {s['model']} ({s['params'] / 1e6:.1f}M parameters), the same random weights on both sides. "
+        f"Batch{batch}: {len(s['mel_lengths'])} utterances, mel lengths {_lengths(s['mel_lengths'])}, text lengths "
+        f"{_lengths(s['text_lengths'])} ({s['frames']} real frames; padded to {s.get('padded_frames', s['frames'])}, "
+        f"{s.get('padding_fraction', 0.0):.1%} padding). {s['threads']} threads; per run {s['warmup']} warm-up + "
+        f"{s['steps']} timed steps (median), each configuration in its own process, median of {s['rounds']} "
+        "interleaved rounds. Step = forward, backward, clip, AdamW, LR schedule and EMA update, as each trainer does it.",
+        "",
+        "Frames/s counts real frames. MFU: the model FLOPs of the real frames (`benchmarks.flops.training_flops`: "
+        "6 x per-frame weights x frames + the attention's 12 x layers x inner x length^2 per utterance; no "
+        "activation-checkpointing recompute, no FLOPs on padding) over the GPU's dense bf16 peak (no sparsity).",
+        "",
+    ]  # fmt: skip
+    rows = [[label, f"{r['step_s']:.3f}", f"{r['frames_per_s']:.0f}", f"{r['mfu']:.1%}" if "mfu" in r else "-",
+             f"{r['peak_gpu_gb']:.2f}" if "peak_gpu_gb" in r else "-", f"{r['peak_rss_gb']:.2f}",
+             ", ".join(f"{t:.3f}" for t in r["runs_step_s"])] for label, r in result["configs"].items()]  # fmt: skip
+    head = ["configuration", "step (s)", "frames/s", "MFU", "peak GPU memory (GB)", "peak RSS (GB)", "runs (s)"]
+    lines += results.table(head, rows, " rrrrrr")
+    if result["ratios"]:
+        rows = []
+        for name, r in result["ratios"].items():
+            title = "best vs best" if name == "best" else f"equal precision ({name})"
+            if name.startswith("bf16 + compile +"):  # a lever of f5lite's against the anchor
+                title = f"{name[len('bf16 + compile + ') :]} against compiled F5-TTS"
+            rows.append([title, r["f5lite"], r["f5tts"], f"{r['speed']:.2f}x", f"{r['memory']:.2f}x"])
+        lines += [
+            "",
+            *results.table(["comparison", "f5lite", "F5-TTS", "speed (f5lite/F5-TTS)", "memory"], rows, "   rr"),
+        ]
+    notes = [
+        f"- {label}: {kind}: {why}" for kind in ("skipped", "failed") for label, why in result.get(kind, {}).items()
+    ]
+    return (
+        "\n".join(lines + (["", "Not measured:", "", *notes] if notes else []) + profile_table(result["configs"]))
+        + "\n"
+    )
+
+
 CATEGORY_TITLES = {
-    "matmul": "matmuls (GEMMs)",
-    "attention": "attention",
-    "convolution": "convolutions",
-    "elementwise": "elementwise, norms, modulation (fused kernels included)",
-    "optimizer": "optimizer (clip, AdamW, LR)",
-    "ema": "EMA update",
-    "copies": "copies (memcpy, memset, casts)",
-    "other": "other",
+    "matmul": "matmuls (GEMMs)", "attention": "attention", "convolution": "convolutions",
+    "elementwise": "elementwise, norms, modulation (fused kernels included)", "optimizer": "optimizer (clip, AdamW, LR)",
+    "ema": "EMA update", "copies": "copies (memcpy, memset, casts)", "other": "other",
     "idle": "idle (no kernel running) / outside any operator on a CPU",
-}
+}  # fmt: skip
 
 
 def profile_table(configs: dict[str, dict[str, Any]]) -> list[str]:
-    """Markdown lines: each profiled configuration's step split into categories, then its top operators.
-
-    Empty without `--profile`.
-    """
+    """Markdown lines: each profiled configuration's step split into categories, then its top operators (none
+    without `--profile`)."""
     profiled = {label: row["profile"] for label, row in configs.items() if "profile" in row}
-    if not profiled:
-        return []
-    lines = [
-        "",
-        "## Where one step's time goes",
-        "",
-        "torch.profiler, one step after the timed ones, first round (`f5lite.bench.step_profile`): on a GPU the "
-        "device's kernels, idle = the step's wall time minus the union of the kernel intervals; on a CPU the "
-        "operators' self times, idle = time inside no operator (Python, dispatch). Shares are of the profiled step.",
-    ]
+    lines = ["", "## Where one step's time goes", "",
+             "torch.profiler, one step after the timed ones, first round (`benchmarks.step_profile`): on a GPU the "
+             "device's kernels, idle = the step's wall time minus the union of the kernel intervals; on a CPU the "
+             "operators' self times, idle = time inside no operator (Python, dispatch). Shares are of the profiled "
+             "step."] if profiled else []  # fmt: skip
     for label, prof in profiled.items():
-        lines += [
-            "",
-            f"### {label}",
-            "",
-            f"Profiled step: {prof['step_ms']:.1f} ms ({prof['basis']}).",
-            "",
-            "| where | ms | share |",
-            "| --- | ---: | ---: |",
-        ]
-        for category, title in CATEGORY_TITLES.items():
-            cell = prof["categories"][category]
-            lines.append(f"| {title} | {cell['ms']:.2f} | {cell['share']:.1%} |")
+        lines += ["", f"### {label}", "", f"Profiled step: {prof['step_ms']:.1f} ms ({prof['basis']}).", ""]
+        cells = [(title, prof["categories"][c]) for c, title in CATEGORY_TITLES.items()]
+        lines += results.table(
+            ["where", "ms", "share"], [[t, f"{c['ms']:.2f}", f"{c['share']:.1%}"] for t, c in cells], " rr"
+        )
         if prof["ops"]:
-            lines += ["", "| top operator | ms | share | calls |", "| --- | ---: | ---: | ---: |"]
-            for op in prof["ops"]:
-                lines.append(f"| `{op['op'][:70]}` | {op['ms']:.2f} | {op['share']:.1%} | {op['calls']} |")
+            rows = [[f"`{op['op'][:70]}`", f"{op['ms']:.2f}", f"{op['share']:.1%}", op["calls"]] for op in prof["ops"]]
+            lines += ["", *results.table(["top operator", "ms", "share", "calls"], rows, " rrr")]
     return lines
 
 
@@ -669,40 +486,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(args)))
         return 0
-    if any(CONFIGS[k].side == "f5tts" for k in args.configs) and (why := f5tts_missing()):
-        print(
-            f"compare_f5tts_train.py: F5-TTS is not importable ({why}); install it beside and set "
-            "PYTHONPATH=/tmp/f5pkg (see the module docstring)",
-            file=sys.stderr,
-        )
+    if any(CONFIGS[k].side == "f5tts" for k in args.configs) and (why := f5tts.missing("ema_pytorch")):
+        print(f"compare_f5tts_train.py: F5-TTS is not importable ({why}); install it beside and set "
+              "PYTHONPATH=/tmp/f5pkg (see benchmarks/f5tts.py)", file=sys.stderr)  # fmt: skip
         return 2
-    device = torch.device(args.device)
-    skipped = {label: why for label in args.configs if (why := unavailable(CONFIGS[label], device))}
+    skipped = {label: why for label in args.configs if (why := unavailable(CONFIGS[label], torch.device(args.device)))}
     for label, why in skipped.items():
         print(f"compare_f5tts_train.py: {label}: {why}", file=sys.stderr)
     labels = [label for label in args.configs if label not in skipped]
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in labels}
     failed: dict[str, str] = {}
-    dims = PRESETS[args.preset]
-    frames = sum(args.mel_lengths)
-    padded = len(args.mel_lengths) * max(args.mel_lengths)
-    setup = {
-        "model": ", ".join(f"{k} {v}" for k, v in dims.items()),
-        "params": _params(dims),
-        "lengths_from": args.lengths_from,
-        "mel_lengths": args.mel_lengths,
-        "text_lengths": args.text_lengths,
-        "frames": frames,
-        "padded_frames": padded,
-        "padding_fraction": round(padding_fraction(args.mel_lengths), 4),
-        "threads": args.threads,
-        "steps": args.steps,
-        "warmup": args.warmup,
-        "rounds": args.rounds,
-        "no_drop": args.no_drop,
-        "device": args.device,
-    }
-    header = machine()
+    dims, frames = PRESETS[args.preset], sum(args.mel_lengths)
+    with torch.device("meta"):
+        params = sum(p.numel() for p in f5lite.build_backbone("dit", **dims, text_num_embeds=VOCAB).parameters())
+    setup = {"model": ", ".join(f"{k} {v}" for k, v in dims.items()), "params": params,
+             "lengths_from": args.lengths_from, "mel_lengths": args.mel_lengths, "text_lengths": args.text_lengths,
+             "frames": frames, "padded_frames": len(args.mel_lengths) * max(args.mel_lengths),
+             "padding_fraction": round(padding_fraction(args.mel_lengths), 4), "threads": args.threads,
+             "steps": args.steps, "warmup": args.warmup, "rounds": args.rounds, "no_drop": args.no_drop,
+             "device": args.device}  # fmt: skip
+    header, path = machine(), args.out_dir / f"f5tts_train_{args.device}.json"
 
     def result() -> dict[str, Any]:
         done = {label: records for label, records in runs.items() if records}
@@ -710,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         table = summarize(done, frames, step_flops_over_peak(args, gpu))
         return {"machine": header, "setup": {**setup, "gpu": gpu}, **table, "skipped": skipped, "failed": failed}
 
-    def show(run: sbs.Run) -> None:
+    def show(run: runner.Run) -> None:
         if run.ok:
             runs[run.config].append(run.result or {})
             print(json.dumps({"round": run.round, **(run.result or {})}), flush=True)
@@ -720,19 +523,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"compare_f5tts_train.py: {run.failure}", file=sys.stderr, flush=True)
         if not args.no_write:  # now, not at the end: a benchmark cut short keeps what it measured
             current = result()
-            sbs.write_results(_results_path(args), current, markdown(current))
+            results.write_results(path, current, markdown(current))
 
     if labels:
-        sbs.run_interleaved([config(label, args) for label in labels], args.rounds, check=False, on_run=show)
+        runner.run_interleaved([config(label, args) for label in labels], args.rounds, check=False, on_run=show)
     final = result()
     print(json.dumps(final))
     if not args.no_write and not labels:
-        sbs.write_results(_results_path(args), final, markdown(final))
+        results.write_results(path, final, markdown(final))
     return 1 if failed else 0
-
-
-def _results_path(args: argparse.Namespace) -> Path:
-    return args.out_dir / f"{STEM.format(device=args.device)}.json"
 
 
 if __name__ == "__main__":

@@ -1,19 +1,13 @@
 """The quality side of the inference paths: `f5lite-eval` on one model and test set for each path, in one table.
 
-A faster path must never be a worse one unseen. For each path (steps, schedule, CFG-Zero*, the weights' dtype),
-`f5lite-eval` synthesizes every test-set row with the same seed, in its own process, into `OUT/<key>/`, and scores it:
-word error rate with the offline recogniser, speaker similarity to the reference, predicted MOS, and mel distances
-to the ground-truth recording. Then every other path's audio is scored again, with the first path's audio (F5-TTS's
-default settings: 32 steps, sway -1, cfg 2, fp32) standing in for the ground truth (`f5lite-eval audio_dir=...
-metrics=[mel]` on a copy of the test set whose `gt_audio` points at it): the mel L1 of each path to the 32-step
-output, on real prompts and a trained model. Speed is measured side by side elsewhere
-(`scripts/compare_f5tts_sampling.py --defaults`); the times here include scoring and are not a benchmark.
-
     make demo                                    # a trained model: runs/demo/export
     python scripts/eval_paths.py --model runs/demo/export --testset f5lite/demo_data/val/testset.txt \\
         --out runs/eval_paths sample.vocoder=griffin_lim       # key=value: added to every f5lite-eval run
 
-Writes `OUT/eval_paths.json` and `.md` (machine, versions, date), and with `--results DIR` a copy of both there.
+A faster path must never be a worse one unseen. Each path (steps, schedule, CFG-Zero*, dtype) is synthesized and
+scored by `f5lite-eval` in its own process with the same seed (WER, SIM, MOS, mel distances to the recording); then
+each other path's audio is scored against the first path's (F5-TTS's defaults: 32 steps, fp32) as the ground truth.
+Speed is `compare_f5tts_sampling.py --defaults`'s. Writes `OUT/eval_paths.json` and `.md` (and a copy in `--results`).
 """
 
 from __future__ import annotations
@@ -28,20 +22,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from f5lite.bench import sidebyside as sbs
+from benchmarks import results
 from f5lite.data.testset import read_testset, write_testset
 
+ZERO = ["sample.steps=7", "sample.cfg_zero_init_steps=1", "sample.cfg_zero_star=true"]
 PATHS: dict[str, tuple[str, list[str]]] = {
     "32_fp32": ("32 steps, fp32 (F5-TTS's defaults)", ["sample.steps=32", "dtype=fp32"]),
     "32_bf16": ("32 steps, bf16", ["sample.steps=32", "dtype=bf16"]),
-    "7zero_fp32": (
-        "7 EPSS + CFG-Zero*, fp32",
-        ["sample.steps=7", "sample.cfg_zero_init_steps=1", "sample.cfg_zero_star=true", "dtype=fp32"],
-    ),
-    "7zero_bf16": (
-        "7 EPSS + CFG-Zero*, bf16 (recommended)",
-        ["sample.steps=7", "sample.cfg_zero_init_steps=1", "sample.cfg_zero_star=true", "dtype=bf16"],
-    ),
+    "7zero_fp32": ("7 EPSS + CFG-Zero*, fp32", [*ZERO, "dtype=fp32"]),
+    "7zero_bf16": ("7 EPSS + CFG-Zero*, bf16 (recommended)", [*ZERO, "dtype=bf16"]),
 }
 """Each path: its label and its `f5lite-eval` overrides. The first is the reference of the mel distances."""
 REFERENCE = next(iter(PATHS))
@@ -73,33 +62,30 @@ def testset_against(testset: Path, audio_dir: Path, out: Path) -> Path:
 
 def markdown(result: dict[str, Any]) -> str:
     """The result as a Markdown page."""
-    lines = [
-        "# Inference paths scored by f5lite-eval",
-        "",
-        f"Machine: {sbs.describe(result)}. Model `{result['model']}`, test set `{result['testset']}` "
-        f"({result['rows']} rows), seed 0, every path in its own `f5lite-eval` process; extra settings: "
-        f"{' '.join(result['extra']) or 'none'}. Mel L1 to 32 steps: the path's audio against the 32-step fp32 "
-        "audio of the same rows (log-mel units). Lower is better except for sim and mos.",
-        "",
-        "| path | " + " | ".join(SHOWN) + " | mel L1 to 32 steps, fp32 |",
-        "| --- |" + " ---: |" * (len(SHOWN) + 1),
-    ]
+    rows = []
     for data in result["paths"].values():
-        cells = [f"{data['means'][k]:.4g}" if k in data["means"] else "-" for k in SHOWN]
         to_ref = data.get("mel_l1_to_reference")
-        lines.append(f"| {data['label']} | " + " | ".join(cells) + f" | {'-' if to_ref is None else f'{to_ref:.4g}'} |")
+        cells = [f"{data['means'][k]:.4g}" if k in data["means"] else "-" for k in SHOWN]
+        rows.append([data["label"], *cells, "-" if to_ref is None else f"{to_ref:.4g}"])
+    lines = ["# Inference paths scored by f5lite-eval", "",
+             f"Machine: {results.describe(result)}. Model `{result['model']}`, test set `{result['testset']}` "
+             f"({result['rows']} rows), seed 0, every path in its own `f5lite-eval` process; extra settings: "
+             f"{' '.join(result['extra']) or 'none'}. Mel L1 to 32 steps: the path's audio against the 32-step fp32 "
+             "audio of the same rows (log-mel units). Lower is better except for sim and mos.", "",
+             *results.table(["path", *SHOWN, "mel L1 to 32 steps, fp32"], rows, " " + "r" * (len(SHOWN) + 1))]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Evaluate every path; write and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="an f5lite export or run directory")
-    parser.add_argument("--testset", type=Path, required=True, help="id|ref_audio|ref_text|gen_text|gt_audio")
-    parser.add_argument("--out", type=Path, required=True, help="a directory for every path's f5lite-eval output")
-    parser.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)}")
-    parser.add_argument("--results", type=Path, help="also copy eval_paths.json/.md here (e.g. scripts/results)")
-    parser.add_argument("extra", nargs="*", help="key=value added to every f5lite-eval run")
+    add = parser.add_argument
+    add("--model", required=True, help="an f5lite export or run directory")
+    add("--testset", type=Path, required=True, help="id|ref_audio|ref_text|gen_text|gt_audio")
+    add("--out", type=Path, required=True, help="a directory for every path's f5lite-eval output")
+    add("--paths", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)}")
+    add("--results", type=Path, help="also copy eval_paths.json/.md here (e.g. scripts/results)")
+    add("extra", nargs="*", help="key=value added to every f5lite-eval run")
     args = parser.parse_args(argv)
     keys = [k.strip() for k in args.paths.split(",") if k.strip()]
     if not keys or any(k not in PATHS for k in keys) or keys[0] != REFERENCE:
@@ -120,18 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(scored, ignore_errors=True)  # a fresh scoring: the reference audio may have changed
         summary = run_eval([f"audio_dir={args.out / key / 'audio'}", f"testset={against}", "metrics=[mel]"], scored)
         paths[key]["mel_l1_to_reference"] = summary["means"].get("mel_l1")
-    result = {
-        **sbs.run_header(),
-        "model": args.model,
-        "testset": str(args.testset),
-        "rows": len(read_testset(args.testset)),
-        "extra": args.extra,
-        "paths": paths,
-    }
+    result = {**results.run_header(), "model": args.model, "testset": str(args.testset),
+              "rows": len(read_testset(args.testset)), "extra": args.extra, "paths": paths}  # fmt: skip
     text = markdown(result)
     print(text)
     for directory in [args.out, *([args.results] if args.results else [])]:
-        sbs.write_results(directory / "eval_paths.json", result, text)
+        results.write_results(directory / "eval_paths.json", result, text)
     return 0
 
 

@@ -1,16 +1,11 @@
 """How much of a GRPO group's reward spread can the trained steps be credited with?
 
-GRPO moves a model towards the takes of a prompt that scored above their group; its gradient can only credit what a
-trained step drew. This script scores, on the same prompts of `grpo.prompts`, two kinds of group:
-  independent  takes that differ only in their start (the inference path: the ODE sampler at `grpo.steps` steps, no
-               guidance, one noise seed per take): the spread no step can be credited with
-  window       the takes GRPO rolls out with `grpo.likelihood=sde` (`Grpo.rollout`: one start per group, the first
-               `grpo.train_steps` steps the SDE's at `grpo.noise_level`, the rest the ODE's): the spread its loss
-               sees (with `grpo.likelihood=flow` GRPO's takes are the independent ones)
-For each: the mean WER over all takes, the mean best-of-group WER (the headroom re-ranking would find), and the mean
-within-group spread (standard deviation) of the WER and of the total reward. Float32, on the CPU.
-
     python scripts/grpo_spread.py --start runs/speak_cpu/export --corpus runs/speak_corpus_ipa --prompts 6
+
+On the same prompts of `grpo.prompts`, two kinds of group are scored: `independent` takes differ only in their start
+(the ODE sampler at `grpo.steps`, no guidance, a seed per take: the spread no step can be credited with), `window`
+takes are GRPO's own rollouts with `grpo.likelihood=sde` (the spread its loss sees). For each: the mean WER, the mean
+best-of-group WER, and the mean within-group spread of the WER and of the reward. Float32, on the CPU.
 """
 
 from __future__ import annotations
@@ -63,8 +58,8 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
             f"grpo.prompts={corpus / 'rl' / 'prompts.txt'}", f"eval.asr=pocketsphinx:{corpus / 'asr'}",
             "perf.precision=no", "logger.backend=none", "grpo.likelihood=sde", *args.overrides,
         ])  # fmt: skip
-        grpo = Trainer(cfg).grpo
-    assert grpo is not None
+        grpo = Trainer(cfg).net.module
+    assert isinstance(grpo, Grpo)
     if "wer" not in grpo.rewards.names:
         raise SystemExit("grpo_spread: the WER reward is off (grpo.rewards.wer=0); it measures the WER's spread")
     picks = torch.linspace(0, len(grpo.pieces) - 1, args.prompts).round().long().tolist()

@@ -17,6 +17,7 @@ mutant is caught, 1 otherwise, 2 for a bad command line or a mutant that no long
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import shutil
 import subprocess
@@ -79,6 +80,8 @@ DROP = "f5lite/models/dropout.py"
 DROP_TESTS = "tests/models/test_dropout.py"
 
 STEP_PROFILE = "tests/bench/test_step_profile.py"
+RUNNER = "benchmarks/runner.py"
+RUNNER_TESTS = "tests/bench/test_runner.py"
 CLONE_CORPUS = "scripts/make_clone_corpus.py"
 CLONE_CORPUS_TESTS = "tests/data/test_clone_corpus.py"
 COMPARE_TRAIN = "tests/compat/test_compare_f5tts_train.py"
@@ -211,8 +214,8 @@ MUTANTS = (
         "D",
         "EMA ignores the skip flag",
         TRAINER,
-        "self.ema.update(self.backbone, finite)",
-        "self.ema.update(self.backbone)",
+        "self.ema.update(self.network, finite)",
+        "self.ema.update(self.network)",
         SKIP,
     ),
     Mutant(
@@ -250,8 +253,8 @@ MUTANTS = (
     Mutant(
         "F",
         "gradient accumulation sums the micro-batch losses",
-        TRAINER,
-        "self.acc.backward(loss / len(batches))",
+        "f5lite/train/flow.py",
+        "self.acc.backward(loss / count)",
         "self.acc.backward(loss)",
         (f"{OPTIONS}::test_accumulation_averages_the_micro_batch_gradients",),
     ),
@@ -291,7 +294,7 @@ MUTANTS = (
         "K",
         "export and model=RUN_DIR use the online weights instead of the EMA",
         "f5lite/storage/model_sources.py",
-        'weights = ckpt.tensors["ema"]',
+        "weights = ckpt.tensors[EMA_GROUP]",
         'weights = ckpt.tensors["model"]',
         EXPORT,
     ),
@@ -299,8 +302,8 @@ MUTANTS = (
         "L",
         "LoRA adapters not restored on resume",
         TRAINER,
-        "self.backbone.load_state_dict(model, strict=self.trainable is None)",
-        "self.backbone.load_state_dict(model if self.trainable is None else {}, strict=False)",
+        "self.network.load_state_dict(read(weights_group) or {}, strict=self.trainable is None)",
+        "self.network.load_state_dict(read(weights_group) if self.trainable is None else {}, strict=False)",
         ("tests/train/test_finetune.py::test_lora_trains_adapters_only_resumes_and_merges",),
     ),
     Mutant(
@@ -487,9 +490,9 @@ MUTANTS = (
     Mutant(
         "DUR4",
         "the predictor trained alongside is left out of the checkpoint",
-        TRAINER,
-        "            tensors.update(groups)\n",
-        "",
+        "f5lite/train/flow.py",
+        "return self.duration.state() if self.duration is not None else ({}, {})",
+        "return {}, {}",
         (f"{DURATION}::test_alongside_trains_checkpoints_resumes_exactly_and_exports",),
     ),
     Mutant(
@@ -503,7 +506,7 @@ MUTANTS = (
     Mutant(
         "DUR6",
         "a resumed predictor-only run restarts its epoch",
-        "f5lite/train/duration_run.py",
+        TRAINER,
         "        self._consumed = self.data.sampler.position",
         "        self._consumed = 0",
         (f"{DURATION}::test_alone_trains_resumes_exactly_and_exports_a_predictor_directory",),
@@ -568,44 +571,43 @@ MUTANTS = (
     ),
     Mutant(
         "SBS1",
-        "the side-by-side harness runs every round of a configuration before the next one (no interleaving)",
-        "f5lite/bench/sidebyside.py",
-        "    for r in range(rounds):\n        turn = names[::-1] if alternate and r % 2 else names\n"
-        "        order += [(r, name) for name in turn]\n",
-        "    for name in names:\n        order += [(r, name) for r in range(rounds)]\n",
-        ("tests/bench/test_sidebyside.py::test_rounds_run_a_b_a_b_each_in_its_own_process",),
+        "the benchmarks' runner runs every round of a configuration before the next one (no interleaving)",
+        RUNNER,
+        "    return [(r, name) for r in range(rounds) for name in (names[::-1] if alternate and r % 2 else names)]",
+        "    return [(r, name) for name in names for r in range(rounds)]",
+        (f"{RUNNER_TESTS}::test_rounds_run_a_b_a_b_each_in_its_own_process",),
     ),
     Mutant(
         "SBS2",
-        "the side-by-side harness never reverses a round (alternate=True ignored)",
-        "f5lite/bench/sidebyside.py",
-        "turn = names[::-1] if alternate and r % 2 else names",
-        "turn = names",
-        ("tests/bench/test_sidebyside.py::test_alternate_reverses_every_other_round",),
+        "the benchmarks' runner never reverses a round (alternate=True ignored)",
+        RUNNER,
+        "(names[::-1] if alternate and r % 2 else names)",
+        "names",
+        (f"{RUNNER_TESTS}::test_alternate_reverses_every_other_round",),
     ),
     Mutant(
         "SBS3",
-        "the side-by-side harness goes on past a failed child (check=True ignored)",
-        "f5lite/bench/sidebyside.py",
+        "the benchmarks' runner goes on past a failed child (check=True ignored)",
+        RUNNER,
         "            if check and not run.ok:",
         "            if False:",
-        ("tests/bench/test_sidebyside.py::test_a_failing_child_is_one_line_naming_its_configuration",),
+        (f"{RUNNER_TESTS}::test_a_failing_child_is_one_line_naming_its_configuration",),
     ),
     Mutant(
         "SBS4",
         "the run header of the results files drops the date",
-        "f5lite/bench/sidebyside.py",
+        "benchmarks/results.py",
         '        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),\n',
         "",
-        ("tests/bench/test_sidebyside.py::test_header_records_machine_versions_and_date",),
+        (f"{RUNNER_TESTS}::test_header_records_machine_versions_and_date",),
     ),
     Mutant(
         "SBS5",
         "results files are written without the machine, versions and date",
-        "f5lite/bench/sidebyside.py",
-        "        if missing:",
-        "        if False:",
-        ("tests/bench/test_sidebyside.py::test_results_files_must_carry_the_header",),
+        "benchmarks/results.py",
+        "        if missing := _missing_header(row):",
+        "        if (missing := _missing_header(row)) and False:",
+        (f"{RUNNER_TESTS}::test_results_files_must_carry_the_header",),
     ),
     Mutant(
         "REF1",
@@ -960,7 +962,7 @@ MUTANTS = (
     Mutant(
         "WIN6",
         "a duration policy's draw is spoken however long it is (and overflows exp past a float's range)",
-        "f5lite/train/duration_grpo.py",
+        "f5lite/train/duration/grpo.py",
         "math.exp(min(log_frames, math.log(WINDOW_FRAMES)))",
         "math.exp(log_frames)",
         ("tests/train/test_duration_grpo.py::test_a_length_drawn_past_the_window_is_spoken_at_the_window",),
@@ -1431,7 +1433,7 @@ MUTANTS = (
     Mutant(
         "DST6",
         "a resumed second stage starts its teacher again from the first stage's export",
-        "f5lite/train/trainer.py",
+        "f5lite/train/distill.py",
         "            self.distillation.teacher.load_state_dict(teacher)",
         "            del teacher",
         ("tests/train/test_distill.py::test_a_second_stage_resumes_exactly_with_its_teacher",),
@@ -1579,7 +1581,7 @@ MUTANTS = (
     Mutant(
         "SP1",
         "step profile: the GEMM rules come before attention's (flash kernels on cutlass types count as matmuls)",
-        "f5lite/bench/step_profile.py",
+        "benchmarks/step_profile.py",
         '    ("attention", ("flash", "fmha", "attention", "sdpa", "flex")),\n    ("optimizer", ("adam",)),',
         '    ("optimizer", ("adam",)),\n    ("matmul", ("cutlass",)),\n    ("attention", ("flash", "fmha", "attention", "sdpa", "flex")),',
         (STEP_PROFILE + "::test_kernel_and_operator_names_fall_in_their_category",),
@@ -1587,7 +1589,7 @@ MUTANTS = (
     Mutant(
         "SP2",
         "step profile: idle gaps from the sum of kernel times, overlapping kernels counted twice",
-        "f5lite/bench/step_profile.py",
+        "benchmarks/step_profile.py",
         "union_length(((r.start, r.end) for r in work), window)",
         "sum(r.end - r.start for r in work)",
         (STEP_PROFILE + "::test_a_step_splits_into_kernels_ranges_and_idle_gaps",),
@@ -1595,9 +1597,9 @@ MUTANTS = (
     Mutant(
         "SP3",
         "step profile: the optimizer range is ignored, its kernels counted as elementwise work and GEMMs",
-        "f5lite/bench/step_profile.py",
-        "        elif _inside(row, optimizer):",
-        "        elif False:",
+        "benchmarks/step_profile.py",
+        '"optimizer" if inside(row, optimizer) else',
+        '"optimizer" if False else',
         (STEP_PROFILE + "::test_a_step_splits_into_kernels_ranges_and_idle_gaps",),
     ),
     Mutant(
@@ -1874,7 +1876,7 @@ MUTANTS = (
     Mutant(
         "DGRPO1",
         "the duration policy's log-probability with the wrong sign: the lengths that scored better are moved from",
-        "f5lite/train/duration_grpo.py",
+        "f5lite/train/duration/grpo.py",
         "        log_prob = (-((drawn - mean[:, None]) ** 2) / (2 * variance)).view(-1)\n",
         "        log_prob = (((drawn - mean[:, None]) ** 2) / (2 * variance)).view(-1)\n",
         ("tests/train/test_duration_grpo.py",),
@@ -1882,7 +1884,7 @@ MUTANTS = (
     Mutant(
         "DGRPO2",
         "the duration policy without its KL term: nothing holds the predictor near the one it started from",
-        "f5lite/train/duration_grpo.py",
+        "f5lite/train/duration/grpo.py",
         "        kl = ((mean - mean_ref) ** 2 / (2 * variance)).repeat_interleave(s.group)\n",
         "        kl = (0 * mean).repeat_interleave(s.group)\n",
         ("tests/train/test_duration_grpo.py",),
@@ -1890,7 +1892,7 @@ MUTANTS = (
     Mutant(
         "DGRPO3",
         "the duration policy's takes each start from their own noise: a group's rewards differ by more than length",
-        "f5lite/train/duration_grpo.py",
+        "f5lite/train/duration/grpo.py",
         "noise=starts.repeat_interleave(drawn.shape[1], 0)",
         "noise=torch.randn_like(starts.repeat_interleave(drawn.shape[1], 0))",
         ("tests/train/test_duration_grpo.py",),
@@ -1963,10 +1965,34 @@ MUTANTS = (
         (CLONE_CORPUS_TESTS,),
     ),
     Mutant(
+        "OBJ1",
+        "a setting only another objective reads is ignored rather than refused",
+        "f5lite/config/objective.py",
+        "        if objective not in readers and settings[key] != defaults[key]:",
+        "        if False:",
+        ("tests/config/test_objective.py::test_a_setting_no_chosen_objective_reads_is_refused_in_one_line",),
+    ),
+    Mutant(
+        "OBJ2",
+        "a run directory of before `objective` that trained the predictor alone loads as a flow run",
+        "f5lite/config/objective.py",
+        '        objective = REMOVED[duration["train"]]',
+        '        objective = "flow"',
+        ("tests/config/test_objective.py::test_a_run_directory_of_before_objective_loads_with_its_objective_inferred",),
+    ),
+    Mutant(
+        "OBJ3",
+        "the loop never calls the objective's per-update hook (a predictor alongside never steps)",
+        TRAINER,
+        "        self.objective.after_step(finite)\n",
+        "",
+        (f"{DURATION}::test_alongside_trains_checkpoints_resumes_exactly_and_exports",),
+    ),
+    Mutant(
         "control",
         "optimizer state not restored on resume",
         TRAINER,
-        'self.optimizer.load_state_dict(unflatten(meta["optimizer"], optimizer))',
+        "self.optimizer.load_state_dict(unflatten(meta[optimizer_group], read(optimizer_group) or {}))",
         "pass",
         RESUME,
     ),
@@ -1984,13 +2010,58 @@ def mutated(mutant: Mutant, repo: Path) -> str:
     """The text of the mutant's file in `repo` with the bug planted.
 
     Raises:
-        ValueError: its text does not occur exactly once (the source moved on: update the mutant).
+        ValueError: its file is gone, or its text does not occur exactly once (the source moved on: update it).
     """
+    if not (repo / mutant.path).is_file():
+        raise ValueError(f"mutant {mutant.key}: {mutant.path} is no file (moved or renamed? re-point the mutant)")
     text = (repo / mutant.path).read_text()
     count = text.count(mutant.old)
     if count != 1:
         raise ValueError(f"mutant {mutant.key}: {mutant.old!r} occurs {count} times in {mutant.path}, not once")
     return text.replace(mutant.old, mutant.new)
+
+
+def missing_test(nodeid: str, repo: Path = ROOT) -> str | None:
+    """Why the test a mutant names would not run (one line), or None when pytest will collect and run it.
+
+    A node id is `FILE`, `FILE::test_name` or `FILE::TestClass::test_name`, with an optional `[parameters]` suffix.
+    Read with `ast`, nothing imported: the file must exist under tests/, each name must be a test function (or class)
+    defined at that level, and a test marked `gpu` would be deselected by `run_tests` and so never catch anything.
+    Without this a renamed test makes pytest exit 4 ("not found") and the mutant only shows as an ERROR when the
+    mutants run, and a test moved into a helper is silently never collected.
+    """
+    file, *names = nodeid.split("::")
+    path = repo / file
+    if not file.startswith("tests/") or path.suffix != ".py" or not path.is_file():
+        return f"{nodeid}: no test file {file}"
+    scope: list[ast.stmt] = ast.parse(path.read_text(encoding="utf-8"), filename=file).body
+    node: ast.stmt | None = None
+    for name in (n.split("[")[0] for n in names):
+        kinds = (ast.ClassDef,) if name.startswith("Test") else (ast.FunctionDef, ast.AsyncFunctionDef)
+        node = next((n for n in scope if isinstance(n, kinds) and n.name == name), None)
+        if node is None or not name.lower().startswith("test"):
+            return f"{nodeid}: no test {name!r} in {file} (renamed or moved? re-point the mutant)"
+        scope = node.body if isinstance(node, ast.ClassDef) else []
+    if node is not None and any("gpu" in ast.unparse(d) for d in getattr(node, "decorator_list", [])):
+        return f"{nodeid}: marked gpu, which the mutants deselect (-m 'not gpu'): it can catch nothing"
+    return None
+
+
+def stale(mutant: Mutant, repo: Path = ROOT) -> list[str]:
+    """Everything that keeps a mutant from meaning what it says: its file, its text, its tests (empty when none)."""
+    problems = []
+    try:
+        planted = mutated(mutant, repo)
+        if planted == (repo / mutant.path).read_text():
+            problems.append(f"mutant {mutant.key}: its new text is its old one: it plants nothing")
+        elif mutant.path.endswith(".py"):
+            compile(planted, mutant.path, "exec")
+    except (ValueError, SyntaxError) as err:
+        problems.append(str(err) if isinstance(err, ValueError) else f"mutant {mutant.key}: does not compile: {err}")
+    if not mutant.tests:
+        problems.append(f"mutant {mutant.key}: names no test that should catch it")
+    problems += [f"mutant {mutant.key}: {why}" for test in mutant.tests if (why := missing_test(test, repo))]
+    return problems
 
 
 def run_tests(repo: Path, tests: tuple[str, ...]) -> tuple[int, float, str]:
@@ -2004,17 +2075,12 @@ def run_tests(repo: Path, tests: tuple[str, ...]) -> tuple[int, float, str]:
 
 
 def check_shadowing(repo: Path) -> None:
-    """Make sure the copy's package, not the editable install, is what the tests import."""
+    """Make sure the copy's packages (f5lite, benchmarks), not the editable install's, are what the tests import."""
     env = {**os.environ, "PYTHONPATH": str(repo)}
-    out = subprocess.run(
-        [sys.executable, "-c", "import f5lite; print(f5lite.__file__)"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    if not out.startswith(str(repo)):
-        raise SystemExit(f"mutants: the copy does not shadow the installed f5lite (imported {out})")
+    code = "import benchmarks, f5lite; print(f5lite.__file__); print(benchmarks.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True).stdout
+    if not out or not all(line.startswith(str(repo)) for line in out.splitlines()):
+        raise SystemExit(f"mutants: the copy does not shadow the installed packages (imported {out.split()})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -2039,12 +2105,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="f5lite-mutants-") as tmp:
         pristine = copy_repo(Path(tmp) / "pristine")
         check_shadowing(pristine)
-        for m in chosen:  # every mutant must still apply to today's source
-            try:
-                mutated(m, pristine)
-            except ValueError as err:
-                print(f"mutants: {err}", file=sys.stderr)
-                return 2
+        # Every mutant must still apply to today's source and name tests that exist: a rename or a move is an error
+        # here, not a skipped mutant nor one "caught" because pytest could not find its test.
+        if problems := [p for m in chosen for p in stale(m, pristine)]:
+            print("\n".join(f"mutants: {p}" for p in problems), file=sys.stderr)
+            return 2
         if not args.no_baseline:
             tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
             status, seconds, tail = run_tests(pristine, tests)

@@ -2,8 +2,8 @@
 
 from f5lite.config.compose import compose_config, config_to_yaml
 from f5lite.config.model import MODEL_SCHEMAS, DiTConfig, MMDiTConfig, ModelConfig, UNetTConfig
+from f5lite.config.objective import PREDICTOR_ONLY
 from f5lite.config.schema import (
-    PREDICTOR_ONLY,
     ACConfig,
     CkptConfig,
     DataConfig,

@@ -9,6 +9,7 @@ with a `ValueError` naming the key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 
 from omegaconf import MISSING
 
@@ -16,6 +17,7 @@ from f5lite.audio.mel import MEL_KINDS
 from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_NAMES
 from f5lite.config.checks import check_at_least, check_choice, check_range
 from f5lite.config.model import ModelConfig
+from f5lite.config.objective import OBJECTIVES, READERS, REMOVED, check_readers
 from f5lite.metrics.items import LANGUAGES, METRIC_KEYS, METRIC_NAMES
 from f5lite.models.ac import AC_MODES
 from f5lite.models.attention import SDPA_BACKENDS
@@ -35,10 +37,8 @@ EMA_DEVICES = ("same", "cpu")
 """`ema.device`."""
 LOGGERS = ("none", "tensorboard", "wandb")
 """`logger.backend`."""
-DURATION_TRAINING = ("none", "alongside", "alone", "grpo")
+DURATION_TRAINING = ("none", "alongside")
 """`duration.train`."""
-PREDICTOR_ONLY = ("alone", "grpo")
-"""The `duration.train` settings whose run trains the duration predictor and no flow model."""
 LORA_EXPORTS = ("merged", "adapter")
 """`finetune.lora.export`."""
 BEST_VAL_METRICS = ("val/loss", "val/loss_online")
@@ -446,12 +446,8 @@ class DurationConfig:
     """
 
     train: str = "none"
-    """`none`; `alongside`: one predictor update on every flow update's batches (its own optimizer; checkpointed and
-    exported with the model); `alone`: train only the predictor, from the text, length and speaker of each utterance
-    (no audio is read); its export is a predictor directory that `f5lite-infer duration=DIR` uses with any model of
-    the same vocab; `grpo`: train only the predictor, by RL (`f5lite.train.duration_grpo`): the lengths it picks are
-    rewarded by `grpo.rewards` of what `init.weights` says in them, starting from `duration.init`; exported as
-    `alone`'s."""
+    """`none`, or `alongside`: with `objective=flow`, one predictor update on every flow update's batches (its own
+    optimizer; checkpointed and exported with the model). `objective=duration` trains a predictor alone."""
     dim: int = 64
     """Width of the token embedding and of the blocks."""
     depth: int = 3
@@ -462,14 +458,16 @@ class DurationConfig:
     """Peak learning rate of the predictor's AdamW (betas, eps and weight decay are `optim`'s); the warm-up and the
     linear decay follow `optim.warmup_updates` and `optim.max_updates`."""
     init: str | None = None
-    """The predictor to start from, with `duration.train=alone` (fine-tuning one) or `grpo` (which needs one, and
-    holds the policy near it by `grpo.kl`): a predictor directory (an `alone` run's export) or an export that holds
+    """The predictor to start from, with `objective=duration` (fine-tuning one) or `duration_grpo` (which needs one,
+    and holds the policy near it by `grpo.kl`): a predictor directory (an `alone` run's export) or an export that holds
     one, of the data's vocab. null: `alone` starts from fresh weights."""
     spread: float = 0.1
-    """`duration.train=grpo` only: the standard deviation of the log-length the policy draws around the predictor's
+    """`objective=duration_grpo` only: the standard deviation of the log-length the policy draws around the predictor's
     estimate (0.1: a group's takes mostly within 10 % of it)."""
 
     def __post_init__(self) -> None:
+        if self.train in REMOVED:
+            raise ValueError(f"duration.train={self.train} was removed; use objective={REMOVED[self.train]}")
         check_choice("duration.train", self.train, DURATION_TRAINING)
         check_at_least("duration.dim", self.dim, 1)
         check_at_least("duration.depth", self.depth, 1)
@@ -478,11 +476,6 @@ class DurationConfig:
         if not self.lr > 0:
             raise ValueError(f"duration.lr={self.lr!r} is not valid; it must be > 0")
         check_range("duration.spread", self.spread, 1e-3, 1.0)
-        if self.init is not None and self.train not in PREDICTOR_ONLY:
-            raise ValueError(
-                f"duration.init={self.init!r} with duration.train={self.train}: only a run that trains the predictor "
-                "alone starts from one (duration.train=alone or grpo)"
-            )
 
 
 @dataclass
@@ -494,10 +487,10 @@ class DistillConfig:
     """
 
     teacher: str | None = None
-    """The teacher: an f5lite export or training run directory (`teacher=DIR` on the command line). Its architecture
+    """`objective=distill`'s teacher: an f5lite export or training run directory (`teacher=DIR` on the command line). Its architecture
     becomes `model` and its weights the student's start (`init.weights`). A distilled student (the first stage's
     export) makes the run the second stage: the student starts from it, embeddings included, and the teacher is an
-    average of the student (`teacher_decay`), starting at that export and stepping itself. null: no distillation."""
+    average of the student (`teacher_decay`), starting at that export and stepping itself."""
     steps: list[int] = field(default_factory=lambda: [2, 4, 8])
     """Step counts the student is trained for: each sample takes one step of a grid of one of these counts (with
     `sample.schedule` and `sample.sway`, as the sampler builds it)."""
@@ -545,9 +538,9 @@ class GrpoConfig:
     """
 
     prompts: str | None = None
-    """The prompts to learn on: a test-set file (`id|ref_audio|ref_text|gen_text[|gt_audio]`, as `eval.prompts`)
+    """`objective=grpo`'s (and `duration_grpo`'s) prompts: a test-set file (`id|ref_audio|ref_text|gen_text[|gt_audio]`, as `eval.prompts`)
     of training material, never the held-out rows. Needs `init.weights` (the model to improve), whose architecture,
-    tokenizer and mel type the run takes. null: no RL."""
+    tokenizer and mel type the run takes."""
     group: int = 8
     """Samples per prompt (GRPO's group): the advantages are each sample's reward against its group's."""
     prompts_per_update: int = 1
@@ -661,6 +654,11 @@ class FinetuneConfig:
 class TrainConfig:
     """A whole training run. Composed by Hydra from `configs/train.yaml`, a recipe, and command-line overrides."""
 
+    objective: str = "flow"
+    """How the run trains (`f5lite.config.objective`): `flow` (flow matching; fine-tuning and LoRA from
+    `init.weights`), `distill` (a few-step student of `distill.teacher`), `grpo` (RL of `init.weights` on
+    `grpo.prompts`), `duration` (the duration predictor alone), `duration_grpo` (the predictor by RL). Recipes set
+    it."""
     model: ModelConfig = MISSING
     """Backbone architecture; the `model` group picks the family."""
     data: DataConfig = field(default_factory=DataConfig)
@@ -686,9 +684,9 @@ class TrainConfig:
     duration: DurationConfig = field(default_factory=DurationConfig)
     """The duration predictor; the `duration` group picks one (`none` by default)."""
     distill: DistillConfig = field(default_factory=DistillConfig)
-    """Few-step distillation from a teacher (off unless `distill.teacher` is set)."""
+    """Few-step distillation from a teacher (`objective=distill`)."""
     grpo: GrpoConfig = field(default_factory=GrpoConfig)
-    """Online RL with speech rewards (off unless `grpo.prompts` is set)."""
+    """Online RL with speech rewards (`objective=grpo` and `duration_grpo`)."""
     run_name: str = "f5lite"
     """Name of the run; recipes set it."""
     run_dir: str = "runs/${run_name}"
@@ -702,10 +700,8 @@ class TrainConfig:
         if not self.run_dir:
             raise ValueError("run_dir='' is not valid; give a directory")
         self._check_evaluation()
-        if self.distill.teacher and (self.finetune.lora.rank or self.duration.train != "none"):
-            raise ValueError("distill.teacher trains a student: turn off finetune.lora.rank and duration.train")
-        if self.grpo.prompts and self.duration.train != "grpo":
-            self._check_grpo()
+        check_choice("objective", self.objective, OBJECTIVES)
+        check_readers(self.objective, *_objective_settings(self))
         if self.finetune.lora.rank and self.init.weights is None:
             raise ValueError("finetune.lora.rank is set but init.weights is not: LoRA adapts pretrained weights")
         if self.perf.memory_budget < 1.0 and self.model is not MISSING and self.model.dropout > 0:
@@ -718,20 +714,6 @@ class TrainConfig:
 
         if self.perf.pack and self.model is not MISSING:
             self._check_packing()
-
-    def _check_grpo(self) -> None:
-        """RL improves a trained model with the plain network: no other objective, no dropout (see `grpo`)."""
-        if self.init.weights is None:
-            raise ValueError(
-                "grpo.prompts is set but init.weights is not: RL improves a trained model, give its export"
-            )
-        if self.distill.teacher or self.finetune.lora.rank or self.duration.train != "none":
-            raise ValueError("grpo.prompts trains the flow model alone: turn off distill.teacher, finetune.lora.rank "
-                             "and duration.train")  # fmt: skip
-        if self.model is not MISSING and self.model.dropout > 0:
-            # The log-probability of a rollout's step must be the one the loss differentiates: no random masks.
-            raise ValueError(f"grpo.prompts needs model.dropout=0 (got {self.model.dropout}): a step's probability "
-                             "must not depend on a dropout mask")  # fmt: skip
 
     def _check_packing(self) -> None:
         """`perf.pack` is a DiT's, and changes nothing it computes only when padded keys are masked already."""
@@ -778,3 +760,12 @@ class TrainConfig:
                 f"ckpt.keep_best needs {key}={every} to divide ckpt.every={ckpt.every}, so that every checkpoint "
                 f"has its own {metric}"
             )
+
+
+def _objective_settings(cfg: TrainConfig) -> tuple[dict[str, object], dict[str, object]]:
+    """The values and the defaults of the settings `check_readers` reads, by dotted key."""
+    fresh = {"distill": DistillConfig(), "duration": DurationConfig(), "finetune": FinetuneConfig(),
+             "grpo": GrpoConfig()}  # fmt: skip
+    values = {key: attrgetter(key)(cfg) for key in READERS}
+    defaults = {key: attrgetter(key.partition(".")[2])(fresh[key.partition(".")[0]]) for key in READERS}
+    return values, defaults

@@ -74,7 +74,7 @@ class InferConfig:
     """Torch's intra-op threads on a CPU; unset: the physical cores, unless `OMP_NUM_THREADS` is set."""
     duration: str = "auto"
     """What sizes the speech: `auto` (the model's duration predictor when its export or run has one, else F5-TTS's
-    byte-ratio rule), `rule` (always the rule), or a predictor directory (the export of a `duration.train=alone`
+    byte-ratio rule), `rule` (always the rule), or a predictor directory (the export of an `objective=duration`
     run, e.g. `runs/duration_small/export`)."""
     seconds: float | None = None
     """Seconds of speech to generate (the reference excluded), instead of an estimate; `sample.speed` then has no

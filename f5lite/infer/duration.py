@@ -6,7 +6,7 @@ without one, `f5lite.sampling.estimate_duration`. `speed` scales the generated p
 
 `resolve_duration` turns the `duration` setting of `f5lite-infer` / `f5lite-eval` / `Synthesizer.from_pretrained`
 into a predictor: `auto` takes the model's own (an export's `duration.safetensors`, a run's checkpoints), `rule`
-none, any other value is a directory holding a predictor (the export of a `duration.train=alone` run).
+none, any other value is a directory holding a predictor (the export of an `objective=duration` run).
 """
 
 from __future__ import annotations

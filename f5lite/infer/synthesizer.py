@@ -123,7 +123,7 @@ class Synthesizer:
                 `synthesize` call planning at least `f5lite.infer.auto.COMPILE_MIN_CALLS` backbone calls (steps x
                 chunks), where a C++ compiler is there for inductor; True / False always / never.
             duration: what sizes the speech: `auto` (the model's duration predictor when it has one, else the
-                byte-ratio rule), `rule` (always the rule), or a predictor directory (a `duration.train=alone`
+                byte-ratio rule), `rule` (always the rule), or a predictor directory (an `objective=duration`
                 run's export).
             threads: torch's intra-op threads on a CPU (set process-wide); None: the physical cores, unless
                 `OMP_NUM_THREADS` is set.

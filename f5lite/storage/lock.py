@@ -24,10 +24,10 @@ import socket
 import time
 from pathlib import Path
 
+from f5lite.storage.names import LOCK_FILE
+
 log = logging.getLogger(__name__)
 
-LOCK_FILE = "run.lock"
-"""The lock's file name inside the run directory."""
 STALE_AFTER_S = 600.0
 """A lock held from another host whose heartbeat is older than this is taken for abandoned."""
 

@@ -34,10 +34,11 @@ from f5lite.models.distill import StudentBackbone
 from f5lite.models.duration import DurationPredictor
 from f5lite.storage.duration_files import LoadedDuration, has_duration, load_duration
 from f5lite.storage.lora import LoraSettings, merged_weights
+from f5lite.storage.names import CHECKPOINTS, DURATION_TENSORS, DURATION_UPDATES, EMA_GROUP, VOCAB_FILE
 from f5lite.storage.pretrained import CONFIG_FILE as EXPORT_CONFIG
 from f5lite.storage.pretrained import load_pretrained
-from f5lite.storage.rundir import CHECKPOINTS, VOCAB_FILE, is_run_dir, load_run_config
-from f5lite.storage.store import DURATION_TENSORS, DURATION_UPDATES, Checkpoint, CheckpointStore
+from f5lite.storage.rundir import is_run_dir, load_run_config
+from f5lite.storage.store import Checkpoint, CheckpointStore
 from f5lite.text import TextEncoder, Vocab, load_vocab
 from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, uses_vocab
 
@@ -75,7 +76,7 @@ class LoadedSource:
         vocab: the token table, or None for the byte tokenizer.
         step: the training update of a run's checkpoint; None for other kinds.
         duration: the duration predictor trained with the model (an export's `duration.safetensors`, a run's
-            checkpoint with `duration.train=alongside`), or None.
+            checkpoint with `duration.train=alongside`, or a predictor's run), or None.
     """
 
     kind: SourceKind
@@ -204,10 +205,10 @@ def read_weights(path: str | os.PathLike[str], *, use_ema: bool = True) -> Weigh
 def run_backbone(cfg: TrainConfig, backbone: nn.Module) -> nn.Module:
     """The network a run trains around a backbone.
 
-    The backbone itself, or, with `distill.teacher`, a student of it (`f5lite.models.distill`) that samples with
+    The backbone itself, or, with `objective=distill`, a student of it (`f5lite.models.distill`) that samples with
     `distill.student_steps` and `distill.student_guidance`.
     """
-    if not cfg.distill.teacher:
+    if cfg.objective != "distill":
         return backbone
     defaults = {"steps": cfg.distill.student_steps, "cfg_strength": cfg.distill.student_guidance}
     trained = {"steps": list(cfg.distill.steps), "guidance": [float(g) for g in cfg.distill.guidance]}
@@ -216,15 +217,15 @@ def run_backbone(cfg: TrainConfig, backbone: nn.Module) -> nn.Module:
 
 def _load_run(root: Path, step: int | None) -> LoadedSource:
     cfg = load_run_config(root)
-    if cfg.duration.train in PREDICTOR_ONLY:
+    if cfg.objective in PREDICTOR_ONLY:
         raise ValueError(
-            f"{root} trained only a duration predictor (duration.train={cfg.duration.train}): give a model, and this run's export "
+            f"{root} trained only a duration predictor (objective={cfg.objective}): give a model, and this run's export "
             f"as duration={root / 'export'}"
         )
     ckpt = run_checkpoint(root, step)
     vocab = load_vocab(root / VOCAB_FILE) if uses_vocab(cfg.data.tokenizer) else None
     num_embeds = BYTE_NUM_EMBEDS if vocab is None else len(vocab)
-    weights = ckpt.tensors["ema"]
+    weights = ckpt.tensors[EMA_GROUP]
     if cfg.finetune.lora.rank:  # the checkpoint holds the averaged adapters; the base comes from init.weights
         assert cfg.init.weights is not None
         settings = LoraSettings.from_config(cfg.finetune.lora)
@@ -252,7 +253,7 @@ def run_checkpoint(root: Path, step: int | None) -> Checkpoint:
 
 
 def run_duration(root: Path, cfg: TrainConfig, ckpt: Checkpoint, vocab: Vocab | None) -> LoadedDuration | None:
-    """The duration predictor in a run's checkpoint (`duration.train` alongside or alone), or None.
+    """The duration predictor in a run's checkpoint (`duration.train=alongside`, or `objective=duration`), or None.
 
     Raises:
         ValueError: its tensors do not fit `duration.*` of the run's config.

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 from omegaconf import OmegaConf
@@ -25,14 +26,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from f5lite.atomic import write_text_atomic
 from f5lite.config import MODEL_SCHEMAS, TrainConfig, config_to_yaml
+from f5lite.config.objective import upgrade_stored
 from f5lite.config.structured import open_structured
+from f5lite.storage.names import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE
 from f5lite.text import Vocab, load_vocab
-
-CONFIG_FILE = "config.yaml"
-VOCAB_FILE = "vocab.txt"
-CHECKPOINTS = "checkpoints"
-EXPORT = "export"
-LOGS = "logs"
 
 # Settings a checkpoint cannot be resumed under a different value of: they change the weights' meaning.
 _IDENTITY_KEYS = ("model", "data.tokenizer", "data.mel_type")
@@ -63,7 +60,7 @@ def load_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
     if not path.is_file():
         raise ValueError(f"{run_dir} is not a training run directory (no {CONFIG_FILE})")
     try:
-        raw = OmegaConf.load(path)
+        raw = OmegaConf.create(upgrade_stored(cast(dict[str, Any], OmegaConf.to_container(OmegaConf.load(path)))))
         schema = open_structured(TrainConfig(model=MODEL_SCHEMAS[str(raw.model.backbone)]()))
         cfg = OmegaConf.to_object(OmegaConf.merge(schema, raw))
     except (OmegaConfBaseException, KeyError, AttributeError, ValueError) as err:
@@ -90,7 +87,8 @@ def check_run_dir(run_dir: Path, cfg: TrainConfig, vocab: Vocab | None) -> list[
     changed: list[str] = []
     config = run_dir / CONFIG_FILE
     if config.is_file():
-        old = OmegaConf.to_container(OmegaConf.create(config.read_text(encoding="utf-8")))
+        stored = OmegaConf.to_container(OmegaConf.create(config.read_text(encoding="utf-8")))
+        old = upgrade_stored(cast(dict[str, Any], stored))
         changed = _diff(old, OmegaConf.to_container(OmegaConf.create(config_to_yaml(cfg))))
         fixed = [key for key in changed if any(key == k or key.startswith(k + ".") for k in _IDENTITY_KEYS)]
         if fixed:

@@ -44,22 +44,11 @@ import torch
 from safetensors.torch import load_file
 
 from f5lite.atomic import rename_durably, write_text_atomic
+from f5lite.storage.names import LATEST, MANIFEST, META, SCORE, STEP_PREFIX, TMP_SUFFIX
 from f5lite.storage.safetensors_stream import write_bytes_synced, write_safetensors
 
 log = logging.getLogger(__name__)
 
-_MANIFEST = "manifest.json"
-_META = "meta.json"
-_LATEST = "latest"
-_PREFIX = "step-"
-_TMP = ".tmp"
-SCORE = "score"
-DURATION_TENSORS = "duration"
-"""Tensor group of a checkpoint holding the duration predictor's weights (`duration.train` alongside or alone)."""
-DURATION_OPTIMIZER = "duration_optimizer"
-"""Tensor group (and metadata key of its skeleton) of the duration predictor's optimizer state."""
-DURATION_UPDATES = "duration_applied"
-"""Metadata key: the duration predictor's applied optimizer updates."""
 """Key of a checkpoint's score in its metadata: `{"metric": str, "value": float, "lower_is_better": bool}`."""
 
 
@@ -87,10 +76,10 @@ def _sha256(path: Path) -> str:
 
 def _step_of(path: Path) -> int | None:
     name = path.name
-    if not name.startswith(_PREFIX) or name.endswith(_TMP):
+    if not name.startswith(STEP_PREFIX) or name.endswith(TMP_SUFFIX):
         return None
     try:
-        return int(name[len(_PREFIX) :])
+        return int(name[len(STEP_PREFIX) :])
     except ValueError:
         return None
 
@@ -134,7 +123,7 @@ class CheckpointStore:
         if not self.writer:
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        for stale in self.root.glob(f"*{_TMP}"):
+        for stale in self.root.glob(f"*{TMP_SUFFIX}"):
             log.warning("removing unfinished checkpoint %s (a save was interrupted)", stale)
             shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
 
@@ -226,8 +215,8 @@ class CheckpointStore:
 
     def _write(self, step: int, groups: dict[str, dict[str, torch.Tensor]], meta_text: str) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        final = self.root / f"{_PREFIX}{step:08d}"
-        tmp = final.with_name(final.name + _TMP)
+        final = self.root / f"{STEP_PREFIX}{step:08d}"
+        tmp = final.with_name(final.name + TMP_SUFFIX)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         manifest: dict[str, dict[str, Any]] = {}
@@ -235,19 +224,19 @@ class CheckpointStore:
             name = f"{group}.safetensors"
             size, digest = write_safetensors(tmp / name, sd)
             manifest[name] = {"bytes": size, "sha256": digest}
-        size, digest = write_bytes_synced(tmp / _META, meta_text.encode("utf-8"))
-        manifest[_META] = {"bytes": size, "sha256": digest}
-        write_bytes_synced(tmp / _MANIFEST, json.dumps({"step": step, "files": manifest}, indent=1).encode("utf-8"))
+        size, digest = write_bytes_synced(tmp / META, meta_text.encode("utf-8"))
+        manifest[META] = {"bytes": size, "sha256": digest}
+        write_bytes_synced(tmp / MANIFEST, json.dumps({"step": step, "files": manifest}, indent=1).encode("utf-8"))
         # Not `atomic_directory`: the staging directory is `step-N.tmp`, a name `tidy` and `_step_of` know (what a
         # kill leaves is removed at the next start, never taken for a checkpoint), and an existing copy of the step
         # goes to the trash rather than aside. Its files were synced as they were hashed (`safetensors_stream`), so
         # syncing them again in `rename_durably` costs next to nothing.
         if final.exists():  # an earlier copy of the same step (a damaged one, or from before a restart)
-            trash = final.with_name(final.name + ".replaced" + _TMP)
+            trash = final.with_name(final.name + ".replaced" + TMP_SUFFIX)
             os.replace(final, trash)  # a rename to delete, not a write: `tidy` removes what a kill leaves
             shutil.rmtree(trash, ignore_errors=True)
         rename_durably(tmp, final)
-        write_text_atomic(self.root / _LATEST, final.name + "\n")
+        write_text_atomic(self.root / LATEST, final.name + "\n")
         self._rotate(keep=final)
 
     def _rotate(self, keep: Path) -> None:
@@ -262,7 +251,7 @@ class CheckpointStore:
                 continue
             # Renamed first (atomic), so a kill during the removal leaves only a `*.tmp` to tidy, never a
             # half-deleted checkpoint that still looks committed.
-            doomed = old.with_name(old.name + ".rotated" + _TMP)
+            doomed = old.with_name(old.name + ".rotated" + TMP_SUFFIX)
             os.replace(old, doomed)
             shutil.rmtree(doomed, ignore_errors=True)
 
@@ -272,7 +261,7 @@ class CheckpointStore:
         """Checkpoint directories with a manifest, oldest first (not yet verified)."""
         if not self.root.is_dir():
             return []
-        found = [(s, p) for p in self.root.iterdir() if (s := _step_of(p)) is not None and (p / _MANIFEST).is_file()]
+        found = [(s, p) for p in self.root.iterdir() if (s := _step_of(p)) is not None and (p / MANIFEST).is_file()]
         return [p for _, p in sorted(found)]
 
     def ranked(self, metric: str) -> list[Path]:
@@ -310,7 +299,7 @@ class CheckpointStore:
     def _verify(self, path: Path) -> str | None:
         """None if the checkpoint is intact, else why not."""
         try:
-            manifest = json.loads((path / _MANIFEST).read_text())
+            manifest = json.loads((path / MANIFEST).read_text())
             files = manifest["files"]
         except (OSError, ValueError, KeyError, TypeError) as err:
             return f"unreadable manifest ({err})"
@@ -342,8 +331,8 @@ class CheckpointStore:
         Raises:
             ValueError: there is none, or it is damaged.
         """
-        path = self.root / f"{_PREFIX}{step:08d}"
-        if not (path / _MANIFEST).is_file():
+        path = self.root / f"{STEP_PREFIX}{step:08d}"
+        if not (path / MANIFEST).is_file():
             have = ", ".join(str(_step_of(p)) for p in self.committed()) or "none"
             raise ValueError(f"no checkpoint of update {step} in {self.root} (have: {have})")
         problem = self._verify(path)
@@ -352,18 +341,18 @@ class CheckpointStore:
         return self._load(path)
 
     def _load(self, path: Path) -> Checkpoint:
-        manifest = json.loads((path / _MANIFEST).read_text())
+        manifest = json.loads((path / MANIFEST).read_text())
         tensors = {
             Path(name).stem: load_file(path / name) for name in manifest["files"] if name.endswith(".safetensors")
         }
-        meta = json.loads((path / _META).read_text())
+        meta = json.loads((path / META).read_text())
         return Checkpoint(step=int(manifest["step"]), path=path, tensors=tensors, meta=meta)
 
 
 def _score(path: Path) -> dict[str, Any] | None:
     """A committed checkpoint's score from its metadata (None when it has none or the file is unreadable)."""
     try:
-        score = json.loads((path / _META).read_text()).get(SCORE)
+        score = json.loads((path / META).read_text()).get(SCORE)
     except (OSError, ValueError, AttributeError):
         return None
     return score if isinstance(score, dict) else None

@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from f5lite.storage.names import CHECKPOINTS, EXPORT, STEP_PREFIX
 from f5lite.storage.pretrained import CONFIG_FILE as EXPORT_CONFIG
-from f5lite.storage.rundir import EXPORT, is_run_dir
+from f5lite.storage.rundir import is_run_dir
 from f5lite.studio.names import typed_name
 
 DATASET_FILE = "cuts.jsonl.gz"
@@ -98,7 +99,7 @@ class Project:
             path = self.folder / "runs" / run
             if (path / EXPORT / EXPORT_CONFIG).is_file():
                 found[f"runs/{run}/export"] = path / EXPORT
-            if is_run_dir(path) and any((path / "checkpoints").glob("step-*")):
+            if is_run_dir(path) and any((path / CHECKPOINTS).glob(f"{STEP_PREFIX}*")):
                 found[f"runs/{run} (newest checkpoint)"] = path
         return found
 

@@ -26,17 +26,16 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from f5lite.atomic import write_text_atomic
 from f5lite.config import TrainConfig, compose_config
 from f5lite.config.schema import PRECISIONS
 from f5lite.paths import config_roots
-from f5lite.storage.lock import LOCK_FILE
-from f5lite.storage.rundir import CHECKPOINTS, EXPORT, LOGS
+from f5lite.storage.names import CHECKPOINTS, EVAL_LOG, EXPORT, LOCK_FILE, LOGS, SAMPLES_DIR, TRAIN_LOG
 from f5lite.studio import jobs
 from f5lite.studio.overrides import check_extra, check_saved, quote
 from f5lite.studio.project import Project
-from f5lite.train.evaluation import EVAL_LOG
-from f5lite.train.loggers import SAMPLES_DIR, TRAIN_LOG
 
 JOB_DIR = "studio"
 """The studio's job files inside a run directory."""
@@ -49,8 +48,14 @@ _COMPOSE = threading.Lock()
 
 def recipes() -> list[str]:
     """The recipes a run can start from."""
-    # The duration predictor's recipes train no voice; distill needs a teacher, which the page does not ask for.
-    return sorted(p.stem for p in config_roots()[1].glob("*.yaml") if not p.stem.startswith(("duration", "distill")))
+    # The page's modes (from scratch, full, LoRA) are the flow objective's; the other objectives need inputs it does
+    # not ask for (a teacher, prompts, a predictor to start from) or train no voice.
+    paths = config_roots()[1].glob("*.yaml")
+    return sorted(
+        p.stem
+        for p in paths
+        if (yaml.safe_load(p.read_text(encoding="utf-8")) or {}).get("objective", "flow") == "flow"
+    )
 
 
 def check_recipe(name: str) -> str:

@@ -14,8 +14,7 @@ import os
 import sys
 from collections.abc import MutableMapping, Sequence
 
-from f5lite.config import PREDICTOR_ONLY, compose_config
-from f5lite.train.duration_run import DurationRun
+from f5lite.config import compose_config
 from f5lite.train.lifecycle import TrainingStopped
 from f5lite.train.trainer import Trainer
 
@@ -57,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = compose_config(args)
-        trainer: Trainer | DurationRun = DurationRun(cfg) if cfg.duration.train in PREDICTOR_ONLY else Trainer(cfg)
+        trainer = Trainer(cfg)
     except ValueError as err:
         sys.stderr.write(f"f5lite-train: {err}\n")
         return 2

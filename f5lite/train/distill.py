@@ -1,9 +1,9 @@
 """Few-step distillation as a training objective.
 
-The trainer runs as it is, with `Distillation` in the flow objective's place (checkpoints, resume, EMA, validation,
-samples and export unchanged).
+`objective=distill`: the training loop runs as it is, with `Distillation` as the backbone's loss module (checkpoints,
+resume, EMA, validation, samples and export unchanged).
 
-With `distill.teacher` set, the run's architecture, tokenizer and mel type are the teacher's and the student starts
+The run's architecture, tokenizer and mel type are the teacher's and the student starts
 from the teacher's weights (`adopt_teacher`); the student is the backbone wrapped with zero-initialised step and
 guidance embeddings (`f5lite.models.distill`), so at update 0 it is the teacher. Each training sample then draws,
 after the flow objective's own draws (noise, the span to generate), a step of one of the grids the student is
@@ -27,9 +27,14 @@ of the objective: it is in no optimizer, gradient all-reduce or buffer broadcast
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
+from collections.abc import Callable
 from contextlib import nullcontext
+from typing import Any, cast
 
 import torch
+from accelerate import Accelerator
 from torch import Tensor, nn
 
 from f5lite.config import TrainConfig
@@ -40,11 +45,13 @@ from f5lite.sampling.backbone import Backbone
 from f5lite.sampling.distill import two_step_target
 from f5lite.sampling.schedules import time_grid
 from f5lite.storage.model_sources import LoadedSource, load_source
-from f5lite.text import Vocab
+from f5lite.storage.names import TEACHER_GROUP
+from f5lite.text import TextEncoder, Vocab
 from f5lite.text.vocab import vocab_hash
+from f5lite.train.flow import FlowFamily, flow_network
+from f5lite.train.objective import Network, Prepared, TensorGroups
 
-TEACHER_GROUP = "teacher"
-"""The training checkpoint's tensor group holding the second stage's teacher (the average of the student)."""
+log = logging.getLogger(__name__)
 
 
 def load_teacher(cfg: TrainConfig) -> LoadedSource:
@@ -89,6 +96,74 @@ def teacher_dtype(setting: str, device: torch.device) -> torch.dtype:
     if device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.bfloat16
     return torch.float32
+
+
+class DistillObjective(FlowFamily):
+    """`objective=distill` (module docstring).
+
+    Args:
+        network: the student and its `Distillation`.
+        acc: the run's accelerator.
+    """
+
+    def __init__(self, network: Network, acc: Accelerator) -> None:
+        super().__init__(network, acc)
+        assert isinstance(network.module, Distillation)
+        self.distillation = network.module
+
+    def after_step(self, applied: Tensor) -> None:
+        """The second stage's teacher follows the student (every rank: each computes its own targets with it)."""
+        self.distillation.follow_student(applied)
+
+    def state(self) -> tuple[TensorGroups, dict[str, Any]]:
+        """The second stage's teacher (`TEACHER_GROUP`), an average of the student."""
+        if self.distillation.follow is None:
+            return {}, {}
+        return {TEACHER_GROUP: self.distillation.teacher.state_dict()}, {}
+
+    def load_state(self, read: Callable[[str], dict[str, Tensor] | None], meta: dict[str, Any]) -> None:
+        """The second stage's teacher."""
+        if self.distillation.follow is not None:
+            teacher = read(TEACHER_GROUP)
+            assert teacher is not None
+            self.distillation.teacher.load_state_dict(teacher)
+
+
+def prepare_distill(cfg: TrainConfig) -> Prepared:
+    """`objective=distill`'s entry: the teacher read, its architecture, tokenizer and mel type taken.
+
+    Raises:
+        ValueError: an unreadable teacher.
+    """
+    teacher = load_teacher(cfg)
+    return Prepared(adopt_teacher(cfg, teacher), functools.partial(build_distill, teacher=teacher))
+
+
+def build_distill(
+    cfg: TrainConfig,
+    encoder: TextEncoder,
+    acc: Accelerator,
+    reduce: Callable[[Tensor], Tensor] | None,
+    *,
+    teacher: LoadedSource,
+) -> DistillObjective:
+    """`objective=distill`'s `Builder` (`prepare_distill` gives it the teacher).
+
+    Raises:
+        ValueError: the data's vocab is not the teacher's.
+    """
+    check_teacher_vocab(teacher, encoder.vocab)
+    network = flow_network(
+        cfg, encoder, acc, lambda student: make_distillation(cast(StudentBackbone, student), teacher, cfg)
+    )
+    objective = DistillObjective(network, acc)
+    if acc.is_main_process and objective.distillation.follow is not None:
+        log.info(
+            "distillation, second stage: the teacher is an average of the student (decay %g), starting at %s",
+            objective.distillation.follow,
+            cfg.distill.teacher,
+        )
+    return objective
 
 
 def make_distillation(student: StudentBackbone, teacher: LoadedSource, cfg: TrainConfig) -> Distillation:

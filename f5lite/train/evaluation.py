@@ -40,16 +40,17 @@ from f5lite.data.manifest import VAL_TESTSET_NAME
 from f5lite.models import build_backbone_from_config
 from f5lite.models.duration import DurationPredictor
 from f5lite.storage.model_sources import run_backbone
+from f5lite.storage.names import EVAL_LOG
 from f5lite.text import TextEncoder
 from f5lite.train.duration import load_duration_cases, validation_errors
 from f5lite.train.loggers import MetricLogger
+from f5lite.train.objective import Network
 from f5lite.train.prompts import PromptSet, SpokenPrompt, prompt_means
 from f5lite.train.samples import SampleLogger
 from f5lite.train.validation import ValidationSet, find_val_dir, load_validation_set
 
 log = logging.getLogger(__name__)
 
-EVAL_LOG = "eval.jsonl"
 """One JSON line per evaluation, in `RUN_DIR/logs`."""
 
 Weights = Callable[[], dict[str, torch.Tensor]]
@@ -74,6 +75,8 @@ class Evaluator:
         device: where to evaluate.
         autocast: the training's mixed-precision context (for the validation loss).
         log_dir: where `eval.jsonl` goes (`RUN_DIR/logs`).
+        network: the flow network being trained (its EMA and online weights are what is evaluated).
+        duration: the duration predictor trained alongside, if any.
 
     Raises:
         ValueError: the validation data, the prompts, a metric backend or the vocoder cannot be loaded, or
@@ -87,8 +90,12 @@ class Evaluator:
         device: torch.device,
         autocast: Callable[[], contextlib.AbstractContextManager[None]],
         log_dir: Path,
+        network: Network,
+        duration: DurationPredictor | None = None,
     ) -> None:
         self.cfg = cfg
+        self.network = network
+        self.duration = duration
         self.device = device
         self.autocast = autocast
         self.log_path = log_dir / EVAL_LOG
@@ -120,7 +127,7 @@ class Evaluator:
                 "the data with f5lite-prepare --val-count N"
             )
         self.encoder = encoder
-        self.duration_cases = load_duration_cases(cfg) if ev.every and cfg.duration.train != "none" else []
+        self.duration_cases = load_duration_cases(cfg) if ev.every and cfg.duration.train == "alongside" else []
         if self.duration_cases:
             log.info("duration: %d held-out rows measured every %d updates", len(self.duration_cases), ev.every)
         vocoder = load_run_vocoder(cfg, device) if cfg.logger.sample_every or ev.sample_every else None
@@ -141,44 +148,25 @@ class Evaluator:
             self.prompts = PromptSet(cfg, path, self.backbone, encoder, vocoder, device)
             log.info("prompts: %d rows of %s every %d updates", len(self.prompts.prompts), path, ev.sample_every)
 
-    def run(
-        self,
-        update: int,
-        logger: MetricLogger,
-        batch: Batch,
-        ema_weights: Weights,
-        online_weights: Weights,
-        duration: DurationPredictor | None = None,
-    ) -> dict[str, float]:
+    def run(self, update: int, logger: MetricLogger, batch: Batch) -> dict[str, float]:
         """Do what is due after `update`: training sample, validation loss and duration errors, prompts; log them.
 
         Args:
             update: the optimizer update just done.
             logger: the metric logger.
             batch: the update's first batch (for the training sample).
-            ema_weights: gives the EMA weights as a plain backbone state dict.
-            online_weights: gives the online weights as a plain backbone state dict.
-            duration: the duration predictor being trained alongside, if any.
 
         Returns:
             The logged numbers (`val/loss`, `val/loss_t0.00-0.25`, `val/duration_error`, `prompts/wer`, ...); empty
             when nothing was due.
         """
         try:
-            return self._run(update, logger, batch, ema_weights, online_weights, duration)
+            return self._run(update, logger, batch)
         finally:
             self._unload()
 
-    def _run(
-        self,
-        update: int,
-        logger: MetricLogger,
-        batch: Batch,
-        ema_weights: Weights,
-        online_weights: Weights,
-        duration: DurationPredictor | None,
-    ) -> dict[str, float]:
-        cfg = self.cfg
+    def _run(self, update: int, logger: MetricLogger, batch: Batch) -> dict[str, float]:
+        cfg, ema_weights, online_weights = self.cfg, self.network.ema_weights, self.network.online_weights
         if self.samples is not None and update % cfg.logger.sample_every == 0:
             self._load("ema", update, ema_weights)
             self.samples.log(logger, batch, update)
@@ -192,8 +180,8 @@ class Evaluator:
                 online = self._validate()
                 results.update({f"val/{k.replace('loss', 'loss_online', 1)}": v for k, v in online.items()})
             results["eval/val_seconds"] = time.perf_counter() - start
-        if duration is not None and self.duration_cases and validation_due(cfg, update):
-            results.update(validation_errors(self.duration_cases, duration, self.encoder))
+        if self.duration is not None and self.duration_cases and validation_due(cfg, update):
+            results.update(validation_errors(self.duration_cases, self.duration, self.encoder))
         if self.prompts is not None and prompts_due(cfg, update):
             start = time.perf_counter()
             self._load("ema", update, ema_weights)

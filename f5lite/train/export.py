@@ -38,8 +38,9 @@ from f5lite.storage.model_sources import (
     run_checkpoint,
     run_duration,
 )
+from f5lite.storage.names import CHECKPOINTS, CONFIG_FILE, EMA_GROUP, VOCAB_FILE
 from f5lite.storage.pretrained import save_pretrained
-from f5lite.storage.rundir import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE, load_run_config
+from f5lite.storage.rundir import load_run_config
 from f5lite.storage.store import CheckpointStore
 from f5lite.text import load_vocab
 from f5lite.text.tokenizers import BYTE_NUM_EMBEDS, tokenizer_family
@@ -86,7 +87,7 @@ def export_run(
         if step is not None:
             raise ValueError("give --step or --best, not both")
         step = CheckpointStore(root / CHECKPOINTS, writer=False).best_step(cfg.ckpt.best_metric)
-    if cfg.duration.train in PREDICTOR_ONLY:
+    if cfg.objective in PREDICTOR_ONLY:
         if fmt != "f5lite":
             raise ValueError(f"{root} trained only a duration predictor, which has no {fmt} format")
         return _export_duration(root, Path(out), step)
@@ -140,7 +141,7 @@ def _is_previous_export(directory: Path) -> bool:
 
 
 def _export_duration(root: Path, out: Path, step: int | None) -> Path:
-    """A `duration.train=alone` (or `grpo`) run: its predictor, in a directory of its own with the run's vocab."""
+    """An `objective=duration` (or `duration_grpo`) run: its predictor, in a directory of its own with the run's vocab."""
     cfg = load_run_config(root)
     vocab = load_vocab(root / VOCAB_FILE) if (root / VOCAB_FILE).is_file() else None
     duration = run_duration(root, cfg, run_checkpoint(root, step), vocab)
@@ -164,7 +165,7 @@ def _export_adapter(root: Path, out: Path, step: int | None) -> Path:
         "base_weights": str(Path(str(cfg.init.weights)).resolve()),
         "use_ema": cfg.init.use_ema,
     }
-    adapters = {k.replace(".default", ""): v.contiguous() for k, v in ckpt.tensors["ema"].items()}
+    adapters = {k.replace(".default", ""): v.contiguous() for k, v in ckpt.tensors[EMA_GROUP].items()}
     metadata = {"base_weights": str(described["base_weights"]), ADAPTER_MODEL_KEY: json.dumps(described)}
     with atomic_directory(out, _is_previous_export, "an export") as staging:
         save_file(adapters, staging / ADAPTER_WEIGHTS, metadata=metadata)

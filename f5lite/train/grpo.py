@@ -1,7 +1,7 @@
 """Online RL of a trained flow model with speech rewards: GRPO on the model's own takes (`grpo.*`).
 
-The trainer runs as it is, with `Grpo` in the flow objective's place (checkpoints, exact resume, EMA, validation,
-prompts and export unchanged); the prompts are its data, and the training batches it is handed count only with
+`objective=grpo`: the training loop runs as it is, with `Grpo` as the backbone's loss module (checkpoints, exact
+resume, EMA, validation, prompts and export unchanged); the prompts are its data, and the training batches it is handed count only with
 `grpo.data_weight` (step 5).
 
 One update, on each rank:
@@ -44,9 +44,10 @@ without a checkpoint holding it. The rewards of each update are kept for the tra
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
+from accelerate import Accelerator
 from torch import Tensor, nn
 
 from f5lite.config import TrainConfig
@@ -64,6 +65,8 @@ from f5lite.sampling.sde import masked_mean, sde_rollout, step_kl, step_log_prob
 from f5lite.storage.model_sources import LoadedSource, load_source
 from f5lite.text import TextEncoder
 from f5lite.train.evaluation import load_run_vocoder
+from f5lite.train.flow import FlowFamily, flow_network
+from f5lite.train.objective import Network, Prepared
 from f5lite.train.rewards import Rewards
 
 ADVANTAGE_EPS = 1e-4
@@ -84,7 +87,17 @@ def load_policy(cfg: TrainConfig) -> LoadedSource:
 
 
 def adopt_policy(cfg: TrainConfig, policy: LoadedSource) -> TrainConfig:
-    """The run's config with the starting model's architecture, tokenizer and mel type (its dropout the run's own)."""
+    """The run's config with the starting model's architecture, tokenizer and mel type (its dropout the run's own).
+
+    Raises:
+        ValueError: `model.dropout > 0`: a step's log-probability must be the one the loss differentiates, which
+            a random dropout mask would change.
+    """
+    if cfg.model.dropout > 0:
+        raise ValueError(
+            f"objective=grpo needs model.dropout=0 (got {cfg.model.dropout}): a step's probability must not depend "
+            "on a dropout mask"
+        )
     model = dataclasses.replace(policy.model, dropout=cfg.model.dropout)
     data = dataclasses.replace(cfg.data, tokenizer=policy.tokenizer, mel_type=policy.mel_type)
     return dataclasses.replace(cfg, model=model, data=data)
@@ -308,6 +321,45 @@ class Grpo(nn.Module):
         """The mean reward and terms of the updates since the last call (the trainer's log), then forget them."""
         window, self._window = self._window, []
         return self.rewards.window(window)
+
+
+class GrpoObjective(FlowFamily):
+    """`objective=grpo` (module docstring).
+
+    Args:
+        network: the backbone and its `Grpo`.
+        acc: the run's accelerator.
+    """
+
+    def __init__(self, network: Network, acc: Accelerator) -> None:
+        super().__init__(network, acc)
+        assert isinstance(network.module, Grpo)
+        self.grpo = network.module
+
+    def window(self) -> dict[str, float]:
+        """The mean reward and its terms (`Grpo.take_window`)."""
+        return self.grpo.take_window()
+
+
+def prepare_grpo(cfg: TrainConfig) -> Prepared:
+    """`objective=grpo`'s entry: the starting model's architecture, tokenizer and mel type taken.
+
+    Raises:
+        ValueError: an unreadable `init.weights`, or `model.dropout > 0`.
+    """
+    return Prepared(adopt_policy(cfg, load_policy(cfg)), build_grpo)
+
+
+def build_grpo(
+    cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
+) -> GrpoObjective:
+    """`objective=grpo`'s `Builder`.
+
+    Raises:
+        ValueError: the vocoder, a reward backend or the prompts cannot be loaded.
+    """
+    network = flow_network(cfg, encoder, acc, lambda backbone: make_grpo(cfg, backbone, encoder, acc.device))
+    return GrpoObjective(network, acc)
 
 
 def make_grpo(cfg: TrainConfig, backbone: nn.Module, encoder: TextEncoder, device: torch.device) -> Grpo:

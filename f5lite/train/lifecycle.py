@@ -1,4 +1,4 @@
-"""The ends of a training launch, shared by `Trainer` and `DurationRun`: stopping on a signal, and closing down.
+"""The ends of a training launch: stopping on a signal, and closing down.
 
 Launchers kill a job some seconds after SIGTERM (torchrun and SLURM: 30 s by default), so the checkpoint written on
 a stop request is bounded by `ckpt.stop_timeout_s`: a save that has not finished by then is abandoned (the previous

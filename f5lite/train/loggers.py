@@ -25,6 +25,7 @@ import torch
 from f5lite.atomic import atomic_path
 from f5lite.audio.images import mel_image
 from f5lite.eval.png import grey_png
+from f5lite.storage.names import SAMPLES_DIR, TRAIN_LOG
 
 
 class MetricLogger:
@@ -105,12 +106,6 @@ class WandbLogger(MetricLogger):
     def close(self) -> None:
         """Finish the run (and its offline files)."""
         self.run.finish()
-
-
-TRAIN_LOG = "train.jsonl"
-"""The scalars' file in `RUN_DIR/logs`."""
-SAMPLES_DIR = "samples"
-"""The samples' folder in `RUN_DIR/logs`."""
 
 
 class JsonlLogger(MetricLogger):

@@ -1,9 +1,10 @@
 """The training loop: accelerate for devices and processes, our own optimizations, checkpoints and resume.
 
-The model is set up by `f5lite.train.setup` (build, pretrained weights, LoRA, EMA, activation checkpointing,
-compile, optimizer: the order is documented there), then wrapped in its objective (the flow objective `CFM`, or
-`Distillation` or `Grpo` when `distill.teacher` or `grpo.prompts` is set) and prepared by accelerate with the
-optimizer; the run resumes from the newest intact checkpoint in `RUN_DIR/checkpoints`, if any.
+Every way f5lite trains runs here: the objective (`objective`, `f5lite.train.objective`) builds the network it
+trains (a flow backbone set up by `f5lite.train.setup`, or the duration predictor), its loss module and optimizer,
+which accelerate prepares; the loop asks it for each micro-batch's gradient, calls its hook after each update, and
+saves and restores its own state with the checkpoints. The run resumes from the newest intact checkpoint in
+`RUN_DIR/checkpoints`, if any.
 
 Per update nothing is read back to the host: the loss is summed on the device and fetched every `logger.every`
 updates, a non-finite loss or gradient skips the update on the device (the fused optimizer's `found_inf`, the
@@ -25,12 +26,11 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DistributedDataParallelKwargs
-from torch import nn
 from tqdm import tqdm
 
 from f5lite.config import TrainConfig
@@ -38,52 +38,24 @@ from f5lite.config.schema import PRECISION_AUTO, PROMPT_PREFIX
 from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models.attention import describe_sdpa, sdpa_backend
-from f5lite.models.cfm import CFM
-from f5lite.models.distill import StudentBackbone
 from f5lite.models.packing import describe_packing
 from f5lite.storage.lock import RunLock
-from f5lite.storage.lora import LoraSettings, merge_lora
-from f5lite.storage.model_sources import LoadedSource
-from f5lite.storage.rundir import (
-    CHECKPOINTS,
-    EXPORT,
-    LOGS,
-    check_run_dir,
-    identity_hash,
-    write_run_files,
-)
-from f5lite.storage.store import (
-    DURATION_OPTIMIZER,
-    DURATION_TENSORS,
-    DURATION_UPDATES,
-    SCORE,
-    Checkpoint,
-    CheckpointStore,
-)
+from f5lite.storage.names import CHECKPOINTS, EMA_GROUP, EXPORT, LOGS, SCORE
+from f5lite.storage.rundir import check_run_dir, identity_hash, write_run_files
+from f5lite.storage.store import Checkpoint, CheckpointStore
 from f5lite.storage.tree import flatten, unflatten
 from f5lite.text.vocab import vocab_hash
 from f5lite.train.best import BestTracker
-from f5lite.train.distill import (
-    TEACHER_GROUP,
-    Distillation,
-    adopt_teacher,
-    check_teacher_vocab,
-    load_teacher,
-    make_distillation,
-)
-from f5lite.train.duration import DurationTraining
-from f5lite.train.evaluation import Evaluator, prompts_due, validation_due
+from f5lite.train.evaluation import prompts_due, validation_due
 from f5lite.train.export import export_run
-from f5lite.train.grpo import Grpo, adopt_policy, load_policy, make_grpo
 from f5lite.train.lifecycle import TrainingStopped as TrainingStopped  # re-exported: f5lite.train.TrainingStopped
 from f5lite.train.lifecycle import close_launch, stop_after_checkpoint
 from f5lite.train.loggers import MetricLogger, make_logger
+from f5lite.train.objective import Evaluation, Objective, prepare_objective
 from f5lite.train.precision import choose_precision
 from f5lite.train.ranks import agree, any_rank, broadcast_tensors, check_distributed_type, distributed
-from f5lite.train.samples import SampleLogger
 from f5lite.train.schedule import lr_factor
 from f5lite.train.seeding import seed_step
-from f5lite.train.setup import build_model, make_optimizer
 from f5lite.train.signals import StopRequest
 
 log = logging.getLogger(__name__)
@@ -149,12 +121,8 @@ class Trainer:
             ValueError: a setting that cannot work (data directory, a run directory in use or of another run, an
                 unsupported accelerate mode, ...), on every rank alike.
         """
-        self.teacher: LoadedSource | None = None
-        if cfg.grpo.prompts:  # RL improves the model of init.weights: its architecture, tokenizer and mel type
-            cfg = adopt_policy(cfg, load_policy(cfg))
-        if cfg.distill.teacher:  # the student is the teacher's architecture, from the teacher's weights
-            self.teacher = load_teacher(cfg)
-            cfg = adopt_teacher(cfg, self.teacher)
+        prepared = prepare_objective(cfg)  # e.g. a distillation's student takes its teacher's architecture
+        cfg = prepared.cfg
         self.acc = accelerator or make_accelerator(cfg)
         if cfg.perf.precision == PRECISION_AUTO:  # from here on, what accelerate runs (the run directory records it)
             cfg = dataclasses.replace(cfg, perf=dataclasses.replace(cfg.perf, precision=self.acc.mixed_precision))
@@ -174,9 +142,9 @@ class Trainer:
             rank=self.rank,
             num_replicas=self.acc.num_processes,
             pin_memory=cfg.perf.pin_memory and self.device.type == "cuda",
+            audio=prepared.reads_audio,
         )
-        if self.teacher is not None:
-            check_teacher_vocab(self.teacher, self.data.encoder.vocab)
+        self._build = prepared.build
         self.identity = identity_hash(cfg)
         self.vocab_hash = vocab_hash(self.data.encoder.vocab)
         self.lock = RunLock(self.run_dir)
@@ -191,31 +159,10 @@ class Trainer:
         changed = agree(self.main, lambda: check_run_dir(self.run_dir, cfg, vocab))
         if changed and self.main:
             log.warning("resuming %s with changed settings: %s", self.run_dir, ", ".join(changed))
-        setup = build_model(cfg, self.data.encoder.num_embeds, vocab, self.device, with_ema=self.main)
-        if self.main and setup.grown:
-            log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", setup.grown)
-        self.backbone, self.trainable, self.ema = setup.backbone, setup.trainable, setup.ema
-        optimizer = make_optimizer(cfg, self.backbone, self.device)
-        objective: nn.Module = CFM(self.backbone)
-        self.distillation: Distillation | None = None
-        if self.teacher is not None:
-            self.distillation = make_distillation(cast(StudentBackbone, self.backbone), self.teacher, cfg)
-            objective = self.distillation
-            if self.main and self.distillation.follow is not None:
-                log.info(
-                    "distillation, second stage: the teacher is an average of the student (decay %g), starting at %s",
-                    self.distillation.follow,
-                    cfg.distill.teacher,
-                )
-        self.grpo: Grpo | None = None
-        if cfg.grpo.prompts:
-            self.grpo = make_grpo(cfg, self.backbone, self.data.encoder, self.device)
-            objective = self.grpo
-        self.model, self.optimizer = self.acc.prepare(objective, optimizer)
-        self.duration: DurationTraining | None = None
-        if cfg.duration.train == "alongside":
-            self.duration = DurationTraining(cfg, self.data.encoder.num_embeds, self.device, self._reduce())
-        self._window_duration = torch.zeros((), device=self.device)
+        self.objective: Objective = self._build(cfg, self.data.encoder, self.acc, self._reduce())
+        self.net = self.objective.network
+        self.network, self.trainable, self.ema = self.net.weights, self.net.trainable, self.net.ema
+        self.model, self.optimizer = self.acc.prepare(self.net.module, self.net.optimizer)
 
         self.update = 0
         self.applied = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -235,7 +182,7 @@ class Trainer:
         self.best = BestTracker(cfg.ckpt.best_metric, cfg.eval.patience)
         self._score: float | None = None  # `ckpt.best_metric` measured at the current update, if it was
         self.finished = False  # stopped early: a relaunch has nothing left to train
-        self.evaluator: Evaluator | None = None
+        self.evaluator: Evaluation | None = None
         agree(self.main, self._make_evaluator)
         self._resume()
         if self.main:  # everything that could refuse this launch has passed: now the run directory may change
@@ -253,13 +200,8 @@ class Trainer:
         return lambda tensor: self.acc.reduce(tensor, reduction="mean")
 
     def _make_evaluator(self) -> None:
-        """Rank 0: load the validation data, prompts, metrics and vocoder (failing here, before training)."""
-        self.evaluator = Evaluator(self.cfg, self.data.encoder, self.device, self.acc.autocast, self.run_dir / LOGS)
-
-    @property
-    def samples(self) -> SampleLogger | None:
-        """The training-sample logger (rank 0, with `logger.sample_every`)."""
-        return None if self.evaluator is None else self.evaluator.samples
+        """Rank 0: load what the objective measures while training (failing here, before training)."""
+        self.evaluator = self.objective.evaluation(self.cfg, self.data.encoder, self.run_dir / LOGS)
 
     # ------------------------------------------------------------------------------------------ checkpoints
 
@@ -270,44 +212,34 @@ class Trainer:
         if meta is None:
             return
         ckpt = picked[0] if picked else None
-        model = broadcast_tensors(ckpt.tensors["model"] if ckpt else None, self.device)
-        self.backbone.load_state_dict(model, strict=self.trainable is None)
-        optimizer = broadcast_tensors(ckpt.tensors.get("optimizer", {}) if ckpt else None, self.device)
-        self.optimizer.load_state_dict(unflatten(meta["optimizer"], optimizer))
+
+        def read(group: str) -> dict[str, torch.Tensor] | None:
+            """A group of the checkpoint on this rank's device (rank 0 has it; the others receive it)."""
+            present = agree(self.main, lambda: ckpt is not None and group in ckpt.tensors)
+            return broadcast_tensors(ckpt.tensors[group] if ckpt else None, self.device) if present else None
+
+        weights_group, optimizer_group = self.net.groups
+        try:
+            self.network.load_state_dict(read(weights_group) or {}, strict=self.trainable is None)
+        except RuntimeError:
+            raise ValueError(self.net.mismatch) from None
+        self.optimizer.load_state_dict(unflatten(meta[optimizer_group], read(optimizer_group) or {}))
         self.update = int(meta["update"])
         if self.ema is not None:
             assert ckpt is not None
-            self.ema.load_state_dict(ckpt.tensors["ema"], step=int(meta["ema_step"]), calls=self.update)
-        if self.distillation is not None and self.distillation.follow is not None:
-            teacher = broadcast_tensors(ckpt.tensors[TEACHER_GROUP] if ckpt else None, self.device)
-            self.distillation.teacher.load_state_dict(teacher)
-        self._resume_duration(ckpt, meta)
+            self.ema.load_state_dict(ckpt.tensors[EMA_GROUP], step=int(meta["ema_step"]), calls=self.update)
+        self.objective.load_state(read, meta)
         self.data.sampler.load_state_dict(meta["sampler"])
         self._consumed = self.data.sampler.position  # rounds of this epoch already used (0 after a change of ranks)
-        self.applied.fill_(int(meta["applied"]))
-        self.bad_total.fill_(int(meta["bad_total"]))
-        self.bad_streak.fill_(int(meta["bad_streak"]))
-        self._streak_before_window = int(meta["bad_streak"])
+        # A predictor's checkpoint of before the one loop counted no skipped updates: its updates were applied.
+        self.applied.fill_(int(meta.get("applied", meta["update"])))
+        self.bad_total.fill_(int(meta.get("bad_total", 0)))
+        self.bad_streak.fill_(int(meta.get("bad_streak", 0)))
+        self._streak_before_window = int(meta.get("bad_streak", 0))
         self.best.load_state_dict(meta.get("best"))
         self.finished = bool(meta.get("finished", False))
         if self.main:
             log.info("resumed from %s (update %d)", picked[0].path, self.update)
-
-    def _resume_duration(self, ckpt: Checkpoint | None, meta: dict[str, Any]) -> None:
-        """Load the duration predictor's state, or start it afresh when the checkpoint has none."""
-        if self.duration is None:
-            return
-        if DURATION_UPDATES not in meta:
-            if self.main:
-                log.warning(
-                    "the checkpoint has no duration predictor: it starts from scratch at update %d", meta["update"]
-                )
-            return
-        groups = {
-            key: broadcast_tensors(ckpt.tensors[key] if ckpt else None, self.device)
-            for key in (DURATION_TENSORS, DURATION_OPTIMIZER)
-        }
-        self.duration.load_state(groups, meta)
 
     def _pick_checkpoint(self, picked: list[Checkpoint]) -> dict[str, Any] | None:
         """Rank 0: the newest intact checkpoint's metadata, after checking this launch can continue it."""
@@ -325,7 +257,7 @@ class Trainer:
                 f"checkpoint {ckpt.path} was trained with another vocab than data.dir's vocab.txt (its text ids would "
                 "mean other tokens); give another run_dir to start a new run"
             )
-        if self.trainable is not None and set(ckpt.tensors["model"]) != set(self.trainable):
+        if self.trainable is not None and set(ckpt.tensors[self.net.groups[0]]) != set(self.trainable):
             raise ValueError(f"checkpoint {ckpt.path} does not hold this run's LoRA adapters")
         self.data.sampler.load_state_dict(meta["sampler"])  # refuses other data or batching settings
         picked.append(ckpt)
@@ -342,16 +274,15 @@ class Trainer:
         """
         if not self.main:
             return True
-        assert self.ema is not None
-        skeleton, opt_tensors = flatten(self.optimizer.state_dict(), prefix="optimizer")
+        weights_group, optimizer_group = self.net.groups
+        skeleton, opt_tensors = flatten(self.optimizer.state_dict(), prefix=optimizer_group)
         meta: dict[str, Any] = {
             "update": self.update,
             "applied": int(self.applied.item()),
             "bad_total": int(self.bad_total.item()),
             "bad_streak": int(self.bad_streak.item()),
-            "ema_step": int(self.ema.step),
             "sampler": self.data.sampler.state_dict(self._consumed),
-            "optimizer": skeleton,
+            optimizer_group: skeleton,
             "identity": self.identity,
             "vocab": self.vocab_hash,
             "torch": torch.__version__,
@@ -360,16 +291,16 @@ class Trainer:
         }
         if self._score is not None:
             meta[SCORE] = {"metric": self.best.metric, "value": self._score, "lower_is_better": self.best.lower}
-        model = self.backbone.state_dict()
+        model = self.network.state_dict()
         if self.trainable is not None:  # the frozen base comes back from init.weights
             model = {k: model[k] for k in self.trainable}
-        tensors = {"model": model, "ema": self.ema.state_dict(), "optimizer": opt_tensors}
-        if self.distillation is not None and self.distillation.follow is not None:
-            tensors[TEACHER_GROUP] = self.distillation.teacher.state_dict()
-        if self.duration is not None:
-            groups, duration_meta = self.duration.state()
-            tensors.update(groups)
-            meta.update(duration_meta)
+        tensors = {weights_group: model, optimizer_group: opt_tensors}
+        if self.ema is not None:
+            tensors[EMA_GROUP] = self.ema.state_dict()
+            meta["ema_step"] = int(self.ema.step)
+        groups, own = self.objective.state()
+        tensors.update(groups)
+        meta.update(own)
         return self.store.save(self.update, tensors, meta, timeout=timeout)
 
     # ------------------------------------------------------------------------------------------------ steps
@@ -419,20 +350,13 @@ class Trainer:
             The mean loss as a 0-d float32 device tensor (not synchronized).
         """
         total = torch.zeros((), device=self.device)
-        duration = torch.zeros((), device=self.device)
         for micro, batch in enumerate(batches):
             generator = seed_step(self.cfg.seed, self.update, self.rank, micro, self.device)
             batch = batch.to(self.device, non_blocking=True)
             last = micro == len(batches) - 1
             sync = contextlib.nullcontext() if last else self.acc.no_sync(self.model)
             with sync, self._attention():
-                loss = self.model(batch.mel, batch.text_ids, batch.mel_lengths, generator=generator)
-                self.acc.backward(loss / len(batches))
-            total = total + loss.detach().float()
-            if self.duration is not None:  # the same batch teaches the duration predictor (`duration.train`)
-                duration = duration + self.duration.backward(batch, 1.0 / len(batches))
-        if self.duration is not None:
-            self._window_duration += duration / len(batches)
+                total = total + self.objective.backward(self.model, batch, generator, len(batches))
         return total / len(batches)
 
     def optimizer_step(self, loss: torch.Tensor) -> torch.Tensor:
@@ -445,13 +369,12 @@ class Trainer:
             0-d bool device tensor: whether the update was applied.
         """
         cfg = self.cfg
-        max_norm = cfg.optim.max_grad_norm if cfg.optim.max_grad_norm > 0 else math.inf
-        grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), max_norm)
+        grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), self.net.max_grad_norm)
         loss_finite = torch.isfinite(loss)
         finite = loss_finite & torch.isfinite(torch.as_tensor(grad_norm, device=self.device))
         factor = lr_factor(self.applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
         for group in self.optimizer.param_groups:
-            group["lr"] = (cfg.optim.lr * factor).to(self.device)
+            group["lr"] = (self.net.peak_lr * factor).to(self.device)
         if self.acc.scaler is None:
             # The fused optimizer skips the whole update on the device when found_inf is set (no host sync).
             self.optimizer.optimizer.found_inf = (~finite).float()
@@ -463,11 +386,8 @@ class Trainer:
         self.bad_total += bad.long()
         self.bad_streak = (self.bad_streak + 1) * bad.long()
         if self.ema is not None:  # rank 0 only: the other ranks' averages would never be used
-            self.ema.update(self.backbone, finite)
-        if self.distillation is not None:  # every rank: each computes its own targets with the teacher
-            self.distillation.follow_student(finite)
-        if self.duration is not None:
-            self.duration.step()
+            self.ema.update(self.network, finite)
+        self.objective.after_step(finite)
         self.update += 1
         self._window_ok.append(~bad)
         return finite
@@ -556,30 +476,13 @@ class Trainer:
             signum, main=self.main, update=self.update, save=save, store=self.store, lock=self.lock, budget=budget
         )
 
-    def ema_weights(self) -> dict[str, torch.Tensor]:
-        """The EMA weights as a plain backbone state dict (LoRA adapters folded into the frozen base); rank 0."""
-        assert self.ema is not None, "the EMA lives on rank 0 only"
-        if self.trainable is None:
-            return self.ema.state_dict()
-        state = {k: v.detach() for k, v in self.backbone.state_dict().items()}
-        state.update({k: v.to(state[k].device) for k, v in self.ema.state_dict().items()})
-        return merge_lora(state, LoraSettings.from_config(self.cfg.finetune.lora).scaling)
-
-    def online_weights(self) -> dict[str, torch.Tensor]:
-        """The online (trained) weights as a plain backbone state dict (LoRA adapters folded in)."""
-        state = {k: v.detach() for k, v in self.backbone.state_dict().items()}
-        if self.trainable is None:
-            return state
-        return merge_lora(state, LoraSettings.from_config(self.cfg.finetune.lora).scaling)
-
     def _evaluate(self, logger: MetricLogger, batch: Batch) -> None:
         """Evaluate when due (rank 0); track `ckpt.best_metric`; stop early after `eval.patience` (all ranks)."""
         cfg = self.cfg
         self._score = None
         results = {}
         if self.evaluator is not None:
-            predictor = None if self.duration is None else self.duration.predictor
-            results = self.evaluator.run(self.update, logger, batch, self.ema_weights, self.online_weights, predictor)
+            results = self.evaluator.run(self.update, logger, batch)
         metric = cfg.ckpt.best_metric
         due = prompts_due if metric.startswith(PROMPT_PREFIX) else validation_due
         if not due(cfg, self.update) or not (cfg.ckpt.keep_best or cfg.eval.patience):
@@ -620,12 +523,8 @@ class Trainer:
         lr = float(self.optimizer.param_groups[0]["lr"])
         rate = frames * self.acc.num_processes / max(time.perf_counter() - start, 1e-9)
         bar.set_postfix(loss=f"{value:.4f}", lr=f"{lr:.2e}", frames_s=f"{rate:.0f}")
-        metrics = {"loss": value, "lr": lr, "frames_per_s": rate, "skipped_updates": skipped}
-        if self.duration is not None:
-            metrics["duration_loss"] = float(self._window_duration.item()) / len(finite)
-            self._window_duration.zero_()
-        if self.grpo is not None:
-            metrics.update(self.grpo.take_window())
+        metrics = {self.objective.loss_name: value, "lr": lr, "frames_per_s": rate, "skipped_updates": skipped}
+        metrics.update(self.objective.window())
         logger.log(metrics, self.update)
         if longest >= self.cfg.optim.max_bad_updates:
             raise BadUpdatesError(

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from support.scripts import load_script
 
+from benchmarks import arms as bench_arms
+
 bench = load_script("bench_reward")
 
 
@@ -92,8 +94,6 @@ def test_a_folder_scored_before_is_scored_again_not_read_stale(tmp_path: Path, m
         means = {"wer": int(keys["limit"]) / 1000, "sim": 0.8, "mos": 2.0}
         (Path(keys["output"]) / "summary.json").write_text(json.dumps({"means": means}))
 
-    # Patched where `evaluate` looks it up: another test may have loaded bench_speaks again since bench_reward
-    # imported it, so the module now under that name in sys.modules need not be the one `evaluate` runs in.
-    monkeypatch.setitem(bench.evaluate.__globals__, "_run", f5lite_eval)
+    monkeypatch.setattr(bench_arms, "run_tool", f5lite_eval)  # where `evaluate` looks it up
     scores = bench.score({"start": [f"model={tmp_path / 'export'}"]}, tmp_path, tmp_path, [0], limit=100, jobs=1)
     assert len(calls) == 1 and scores["start"][0]["wer"] == pytest.approx(0.1)

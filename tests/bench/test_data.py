@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
-import os
 from pathlib import Path
 from types import ModuleType
 
@@ -76,13 +75,6 @@ def test_bench_data_options() -> None:
     runs = [{"kind": "a", "workers": 0, "batches_per_s": v} for v in (3.0, 1.0, 2.0)]
     assert bench.median_record(runs)["batches_per_s"] == 2.0
     assert bench.median_record([{"kind": "a", "error": "x"}]) == {"kind": "a", "error": "x"}
-
-
-def test_proc_readings() -> None:
-    bench = load("bench_data")
-    assert bench.peak_rss() > 0 and bench.peak_rss(os.getpid()) > 0
-    assert bench.peak_rss(2**22 + 12345) is None  # no such process
-    assert os.getpid() not in bench.children()
 
 
 @pytest.mark.slow  # a scale run in child processes (about 16 s); `make test-slow`

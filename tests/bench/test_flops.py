@@ -8,7 +8,7 @@ from support.tiny_models import tiny_backbone
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from f5lite.bench import model_flops_utilization, per_frame_params, training_flops
+from benchmarks.flops import model_flops_utilization, per_frame_params, training_flops
 
 
 @pytest.mark.parametrize("name", ["dit", "unett", "mmdit"])

@@ -1,12 +1,12 @@
-"""f5lite.bench.step_profile: where a step's time goes, from hand-made profiler rows (kernel names as CUDA and the
-CPU name them), and f5lite.bench.lengths: the speech-like benchmark batches."""
+"""benchmarks.step_profile: where a step's time goes, from hand-made profiler rows (kernel names as CUDA and the
+CPU name them), and benchmarks.models.speech_batch: the speech-like benchmark batches."""
 
 from __future__ import annotations
 
 import pytest
 
-from f5lite.bench.lengths import padding_fraction, speech_batch
-from f5lite.bench.step_profile import (
+from benchmarks.models import padding_fraction, speech_batch
+from benchmarks.step_profile import (
     CATEGORIES,
     EMA_RANGE,
     OPTIMIZER_RANGE,

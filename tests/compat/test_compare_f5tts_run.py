@@ -1,4 +1,4 @@
-"""scripts/compare_f5tts_run.py: F5-TTS's prepared format, the run planning and measurement arithmetic, and the
+"""scripts/compare_f5tts_run.py and benchmarks.f5tts: F5-TTS's prepared format, the run planning and measurement arithmetic, and the
 f5lite half end to end on a tiny model (2 updates). The checks against F5-TTS's own loader and sampler run only
 where F5-TTS is importable (it is never a dependency)."""
 
@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 from support.scripts import load_script
 
-from f5lite.bench import MID_DIT
+from benchmarks import f5tts
 from f5lite.paths import demo_dir
 
 
@@ -26,11 +26,7 @@ def cmp() -> ModuleType:
 def demo_format(cmp: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[float]]:
     pytest.importorskip("datasets")
     out = tmp_path_factory.mktemp("f5tts_data")
-    return out, cmp.write_f5tts_dataset(cmp.demo_clips(Path(demo_dir())), out)
-
-
-def test_mid_model_is_the_benchmarks_model(cmp) -> None:
-    assert cmp.MODELS["mid"] == MID_DIT
+    return out, f5tts.write_dataset(f5tts.demo_clips(Path(demo_dir())), out)
 
 
 def test_f5tts_format_holds_the_demo_training_clips(cmp, demo_format) -> None:
@@ -39,7 +35,7 @@ def test_f5tts_format_holds_the_demo_training_clips(cmp, demo_format) -> None:
     out, durations = demo_format
     rows = Dataset.from_file(str(out / "raw.arrow"))
     assert rows.column_names == ["audio_path", "text", "duration"]
-    assert len(rows) == len(durations) == len(cmp.demo_clips(Path(demo_dir()))) > 0
+    assert len(rows) == len(durations) == len(f5tts.demo_clips(Path(demo_dir()))) > 0
     assert json.loads((out / "duration.json").read_text())["duration"] == pytest.approx(rows["duration"])
     assert all(Path(p).is_absolute() and Path(p).exists() for p in rows["audio_path"])
     # F5-TTS's char vocab is the sorted characters (space first: id 0 is also its unknown id), the demo's own vocab.
@@ -59,10 +55,10 @@ def test_batch_count_matches_f5tts_sampler(cmp, demo_format, frames: int, max_sa
             return len(durations)
 
         def get_frame_len(self, i: int) -> float:
-            return durations[i] * cmp.SAMPLE_RATE / cmp.HOP_LENGTH
+            return durations[i] * f5tts.SAMPLE_RATE / f5tts.HOP_LENGTH
 
     sampler = dataset.DynamicBatchSampler(SequentialSampler(Lengths()), frames, max_samples=max_samples)
-    assert cmp.f5tts_batches(durations, frames, max_samples) == len(sampler)
+    assert f5tts.batches_per_epoch(durations, frames, max_samples) == len(sampler)
 
 
 def test_f5tts_loader_reads_the_format(cmp, demo_format, monkeypatch) -> None:
@@ -71,12 +67,12 @@ def test_f5tts_loader_reads_the_format(cmp, demo_format, monkeypatch) -> None:
     from datasets import Dataset
 
     monkeypatch.setattr(torchaudio, "load", torchaudio.load)  # restored after the test
-    cmp.patch_torchaudio_load()
+    f5tts.read_with_soundfile()
     out, durations = demo_format
-    data = dataset.CustomDataset(Dataset.from_file(str(out / "raw.arrow")), durations=durations, **cmp.MEL_KWARGS)
+    data = dataset.CustomDataset(Dataset.from_file(str(out / "raw.arrow")), durations=durations, **f5tts.MEL_KWARGS)
     item = data[0]
     assert item["mel_spec"].shape[0] == 100
-    assert item["mel_spec"].shape[1] == pytest.approx(durations[0] * cmp.SAMPLE_RATE / cmp.HOP_LENGTH, abs=2)
+    assert item["mel_spec"].shape[1] == pytest.approx(durations[0] * f5tts.SAMPLE_RATE / f5tts.HOP_LENGTH, abs=2)
     assert isinstance(item["text"], str) and item["text"]
 
 
@@ -132,7 +128,7 @@ def test_f5lite_half_runs_and_writes_results(cmp, tmp_path, capsys) -> None:
 @pytest.mark.heavy
 def test_f5lite_mels_are_the_same_clips_with_a_cache(cmp, tmp_path) -> None:
     demo = Path(demo_dir())
-    clips = cmp.demo_clips(demo)
+    clips = f5tts.demo_clips(demo)
     prepared = cmp.write_f5lite_mels(clips, demo, tmp_path)
     with gzip.open(prepared / "cuts.jsonl.gz", "rt", encoding="utf-8") as f:
         cuts = [json.loads(line) for line in f]
@@ -174,14 +170,14 @@ def test_f5tts_side_compiles_its_dit_as_its_users_do(cmp, demo_format, tmp_path,
 
     monkeypatch.setattr(torch, "compile", fake_compile)
     monkeypatch.setattr(f5_tts.model, "Trainer", Trainer)
-    monkeypatch.setattr(cmp, "patch_torchaudio_load", lambda: None)
+    monkeypatch.setattr(f5tts, "read_with_soundfile", lambda: None)
     data, _ = demo_format
     spec = {"model": cmp.MODELS["tiny"], "seed": 0, "epochs": 1, "lr": 1e-4, "warmup": 1, "ckpt_every": 1}
     spec |= {"run_dir": str(tmp_path), "frames": 800, "max_samples": 4, "precision": "no", "workers": 1}
     spec |= {"ema_decay": 0.99, "ema_update_every": 1, "ema_update_after": 0, "f5tts_data": str(data)}
     for flag in (False, True):
         compiled.clear()
-        assert cmp.run_f5tts_child({**spec, "f5tts_compile": flag}, cmp.Events()) == 0
+        assert f5tts.train({**spec, "f5tts_compile": flag}, f5tts.Events()) == 0
         backbone = built[-1].transformer
         assert len(compiled) == int(flag) and getattr(backbone.forward, "compiled", False) == flag
         if flag:

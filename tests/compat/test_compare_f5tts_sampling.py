@@ -20,7 +20,9 @@ def compare() -> ModuleType:
 
 def test_worker_runs_in_its_own_process(compare, tmp_path) -> None:
     args = argparse.Namespace(reps=2, threads=1, seconds=0.3, ref_seconds=0.2, tiny=True)
-    record = compare.spawn(compare.Config("f5lite", "fp32", True), 2, args, tmp_path / "out.pt")
+    run = compare.runner.run_child(compare.child(compare.Config("f5lite", "fp32", True), 2, args, tmp_path / "out.pt"))
+    record = run.result
+    assert record is not None, run.failure
     assert len(record["times"]) == 2 and record["peak_rss_gb"] > 0
     assert torch.load(tmp_path / "out.pt", weights_only=True).shape[0] == 2
 

@@ -17,8 +17,8 @@ from support.golden import assert_golden
 from support.scripts import load_script
 
 import f5lite
-from f5lite.bench import training_flops
-from f5lite.bench.lengths import speech_batch
+from benchmarks.flops import training_flops
+from benchmarks.models import speech_batch
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compare_f5tts_train.py"
 TINY = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0"]
@@ -87,18 +87,18 @@ def test_each_result_is_written_when_it_exists_and_a_failure_stops_nothing(
 
     def fake(label: str, args: object) -> object:
         if label == "f5lite fp32":
-            return script.sbs.Config(label, [sys.executable, "-c", "import sys; sys.exit('out of memory')"])
+            return script.runner.Config(label, [sys.executable, "-c", "import sys; sys.exit('out of memory')"])
         code = f"import json; print(json.dumps({{**{record!r}, 'label': {label!r}}}))"
-        return script.sbs.Config(label, [sys.executable, "-c", code])
+        return script.runner.Config(label, [sys.executable, "-c", code])
 
-    write = script.sbs.write_results
+    write = script.results.write_results
 
     def spy(path: Path, document: dict, markdown: str) -> None:
         seen.append(set(document["configs"]))
         write(path, document, markdown)
 
     monkeypatch.setattr(script, "config", fake)
-    monkeypatch.setattr(script.sbs, "write_results", spy)
+    monkeypatch.setattr(script.results, "write_results", spy)
     configs = "f5lite bf16,f5lite fp32,f5lite bf16 + compile"
     assert script.main([*TINY, "--rounds", "1", "--configs", configs, "--out-dir", str(tmp_path)]) == 1
     assert seen == [{"f5lite bf16"}, {"f5lite bf16"}, {"f5lite bf16", "f5lite bf16 + compile"}]
@@ -111,7 +111,7 @@ def test_each_result_is_written_when_it_exists_and_a_failure_stops_nothing(
 def test_a_real_cpu_profile_of_the_tiny_model_splits_the_step(script: ModuleType) -> None:
     """torch.profiler on one f5lite step of the tiny preset: the optimizer and EMA ranges are marked, attention is
     attention (not a matmul), and the categories with idle add up to the profiled step."""
-    from f5lite.bench.step_profile import CATEGORIES, EMA_RANGE, OPTIMIZER_RANGE, category_of, profiler_rows
+    from benchmarks.step_profile import CATEGORIES, EMA_RANGE, OPTIMIZER_RANGE, category_of, profiler_rows
 
     torch.set_num_threads(1)
     batch = script.synthetic_batch([24, 32], [6, 8], torch.device("cpu"))
@@ -139,7 +139,7 @@ def test_a_real_cpu_profile_of_the_tiny_model_splits_the_step(script: ModuleType
 def test_missing_f5tts_is_one_clear_line(
     script: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(script, "f5tts_missing", lambda: "No module named 'f5_tts'")
+    monkeypatch.setattr(script.f5tts, "missing", lambda *modules: "No module named 'f5_tts'")
     assert script.main(["--configs", "F5-TTS fp32", "--no-write"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "F5-TTS is not importable" in err and "PYTHONPATH=/tmp/f5pkg" in err

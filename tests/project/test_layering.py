@@ -10,9 +10,8 @@ that has no place yet, fails the test.
 3. The velocity networks (`models`) and the speech metrics (`metrics`).
 4. `config`: the training run's schema and the composition machinery. It is below everything that is configured;
    each tool's own schema lives with the tool (`infer/config.py`, `eval/config.py`).
-5. What training reads (`data`), the benchmarks' helpers (`bench`) and, beside them, `storage`: run directories,
-   checkpoints, exports, what is at a path and the locks on folders; inference, training and the dataset writers
-   build on it.
+5. What training reads (`data`) and, beside it, `storage`: run directories, checkpoints, exports, what is at a path
+   and the locks on folders; inference, training and the dataset writers build on it.
 6. The writers of datasets: `prepare` (`f5lite-prepare`) and, beside it, `transcribe` (raw recordings to a dataset).
 7. `infer`: `Synthesizer` and `f5lite-infer`; never the trainer.
 8. `eval`: `f5lite-eval`, which synthesizes through `infer` and scores with `metrics`.
@@ -21,7 +20,7 @@ that has no place yet, fails the test.
     recordings through training to speech). Both speak through `infer`; neither imports the other.
 11. The public API, `f5lite/__init__.py`, which nothing inside f5lite imports.
 
-Nothing imports `scripts` (benchmarks and tools stand outside the package).
+Nothing imports `scripts` or `benchmarks` (the benchmarks and tools stand outside the package).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"text", "audio", "sampling"}),
     frozenset({"models", "metrics"}),
     frozenset({"config"}),
-    frozenset({"data", "bench", "storage"}),
+    frozenset({"data", "storage"}),
     frozenset({"prepare", "transcribe"}),
     frozenset({"infer"}),
     frozenset({"eval"}),
@@ -100,8 +99,8 @@ def violations(package_root: Path) -> list[str]:
             if module == ".relative":
                 found.append(f"{where} has a relative import: name the package (f5lite.…)")
                 continue
-            if module == "scripts" or module.startswith("scripts."):
-                found.append(f"{where} imports {module}: nothing imports scripts")
+            if module.split(".")[0] in ("scripts", "benchmarks"):
+                found.append(f"{where} imports {module}: nothing in f5lite imports scripts or benchmarks")
                 continue
             target = imported_units(package_root, module)
             if target is None or target == unit:
@@ -145,6 +144,21 @@ def test_tests_and_the_package_do_not_import_scripts() -> None:
             assert not any(m == "scripts" or m.startswith("scripts.") for m in imported_modules(path)), path
 
 
+def test_benchmark_scripts_share_the_benchmarks_package_not_each_other() -> None:
+    """A benchmark script imports `benchmarks`, never another script (bench_reward.py once took bench_speaks.py's
+    private `_run` through `sys.path`, and CI failed when that moved)."""
+    scripts = {path.stem for path in (ROOT / "scripts").glob("*.py")}
+    benchmarks = [path for path in (ROOT / "scripts").glob("*.py") if "benchmarks" in units(imported_modules(path))]
+    assert len(benchmarks) >= 15
+    for path in benchmarks:
+        assert not units(imported_modules(path)) & scripts, path
+
+
+def units(modules: set[str]) -> set[str]:
+    """The top-level names of imported modules."""
+    return {module.split(".")[0] for module in modules}
+
+
 def test_an_upward_import_is_caught(tmp_path: Path) -> None:
     """The checker on a copy of the package with planted imports across the layers."""
     copy = tmp_path / "f5lite"
@@ -160,6 +174,7 @@ def test_an_upward_import_is_caught(tmp_path: Path) -> None:
         "text/cheat.py": ("from f5lite.audio import mel\n", "text (layer 2)"),
         "atomic2.py": ("import os\n", "f5lite.atomic2 has no layer"),
         "metrics/cheat.py": ("from .items import EvalItem\n", "relative import"),
+        "eval/cheat.py": ("from benchmarks.runner import run_child\n", "imports scripts or benchmarks"),
     }
     for name, (source, _) in plants.items():
         (copy / name).write_text(source)

@@ -22,8 +22,8 @@ from f5lite.models.distill import StudentBackbone
 from f5lite.paths import demo_dir
 from f5lite.sampling import SamplerOptions, sample
 from f5lite.storage.model_sources import load_source
+from f5lite.storage.names import TEACHER_GROUP
 from f5lite.train import Trainer
-from f5lite.train.distill import TEACHER_GROUP
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def distance_to_teacher_32(student: torch.nn.Module, teacher: torch.nn.Module) -
 @pytest.mark.slow  # 20-30 s of training; measured 0.0283 -> 0.0196 on a 2-core AMD EPYC (2026-11-25)
 def test_the_student_starts_as_the_teacher_and_learns_its_32_step_output(teacher: Path, tmp_path: Path) -> None:
     trainer = Trainer(compose_config(student_overrides(teacher, tmp_path / "run", "optim.max_updates=40")))
-    assert isinstance(trainer.backbone, StudentBackbone)
+    assert isinstance(trainer.network, StudentBackbone)
     loaded = load_source(teacher)
     assert trainer.cfg.model == loaded.model and trainer.cfg.init.weights == str(teacher)
     # At update 0 the student's velocity is the teacher's, whatever its step and guidance inputs.
@@ -64,10 +64,10 @@ def test_the_student_starts_as_the_teacher_and_learns_its_32_step_output(teacher
     cond, text, time = torch.zeros(1, 50, 100), torch.randint(1, 20, (1, 10)), torch.tensor([0.3])
     with torch.no_grad():
         assert torch.equal(
-            trainer.backbone(x, cond, text, time, step=0.25, guidance=2.0), loaded.backbone(x, cond, text, time)
+            trainer.network(x, cond, text, time, step=0.25, guidance=2.0), loaded.backbone(x, cond, text, time)
         )
-    before = distance_to_teacher_32(trainer.backbone.eval(), loaded.backbone)
-    trainer.backbone.train()
+    before = distance_to_teacher_32(trainer.network.eval(), loaded.backbone)
+    trainer.network.train()
     trainer.fit()
     student = load_source(tmp_path / "run" / "export").backbone
     assert isinstance(student, StudentBackbone) and student.sampler_defaults == {"steps": 4, "cfg_strength": 2.0}
@@ -83,9 +83,7 @@ def test_a_distillation_resumes_exactly(teacher: Path, tmp_path: Path) -> None:
     resumed = Trainer(compose_config(student_overrides(teacher, tmp_path / "b", "optim.max_updates=4", "ckpt.every=2")))
     assert resumed.update == 2
     resumed.fit()
-    for (name, a), b in zip(
-        straight.backbone.state_dict().items(), resumed.backbone.state_dict().values(), strict=True
-    ):
+    for (name, a), b in zip(straight.network.state_dict().items(), resumed.network.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
 
 
@@ -115,14 +113,14 @@ def test_the_second_stage_starts_from_the_student_and_its_teacher_averages_it(
     assert getattr(stage_one_model, "trained", None) == {"steps": [2, 4, 8], "guidance": [1.0, 3.0]}
     stage_one = states(stage_one_model)
     assert any(v.abs().sum() > 0 for k, v in stage_one.items() if k.startswith("step_embed.") and "2." in k)
-    distillation = trainer.distillation
+    distillation = trainer.objective.distillation
     assert distillation is not None and distillation.follow == 0.75
     # Student and teacher both start as the first stage's student, its trained step embeddings included.
     for name, value in stage_one.items():
-        assert torch.equal(trainer.backbone.state_dict()[name], value), name
+        assert torch.equal(trainer.network.state_dict()[name], value), name
         assert torch.equal(distillation.teacher.state_dict()[name], value), name
     trainer.fit(until=1)
-    student, teacher = states(trainer.backbone), states(distillation.teacher)
+    student, teacher = states(trainer.network), states(distillation.teacher)
     moved = 0
     for name, start in stage_one.items():
         expected = start + 0.25 * (student[name] - start)  # 1 - decay of the way to the student, after one update
@@ -139,8 +137,11 @@ def test_a_second_stage_resumes_exactly_with_its_teacher(first_stage: Path, tmp_
     resumed = Trainer(compose_config(student_overrides(first_stage, tmp_path / "b", *extra)))
     assert resumed.update == 2
     resumed.fit()
-    assert straight.distillation is not None and resumed.distillation is not None
-    for a, b in ((straight.backbone, resumed.backbone), (straight.distillation.teacher, resumed.distillation.teacher)):
+    assert straight.objective.distillation is not None and resumed.objective.distillation is not None
+    for a, b in (
+        (straight.network, resumed.network),
+        (straight.objective.distillation.teacher, resumed.objective.distillation.teacher),
+    ):
         for (name, x), y in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
             assert torch.equal(x, y), name
 

@@ -29,8 +29,8 @@ from f5lite.sampling import SamplerOptions, estimate_duration, predicted_duratio
 from f5lite.storage import load_source
 from f5lite.storage.duration_files import LoadedDuration, load_duration, save_duration
 from f5lite.text import TextEncoder
-from f5lite.train.duration_run import DurationRun
 from f5lite.train.export import export_run
+from f5lite.train.trainer import Trainer
 
 REF_FRAMES = 40  # make_reference's clip
 FAST = SamplerOptions(steps=2, cfg_strength=0.0)
@@ -208,9 +208,9 @@ def test_turning_the_predictor_on_at_resume_starts_it_fresh(tmp_path, caplog) ->
     assert (tmp_path / "run" / "export" / "duration.json").is_file()
 
 
-def alone(run: Path, *extra: str) -> DurationRun:
+def alone(run: Path, *extra: str) -> Trainer:
     overrides = ["+recipe=duration_small", f"run_dir={run}", "optim.max_updates=12", "optim.warmup_updates=2"]
-    return DurationRun(compose_config([*overrides, "ckpt.every=4", "eval.every=6", "logger.every=3", *extra]))
+    return Trainer(compose_config([*overrides, "ckpt.every=4", "eval.every=6", "logger.every=3", *extra]))
 
 
 def test_alone_trains_resumes_exactly_and_exports_a_predictor_directory(tmp_path, caplog) -> None:
@@ -291,25 +291,24 @@ def test_sigterm_stops_a_predictor_only_run_with_a_checkpoint_it_resumes_from_ex
     import signal
 
     from f5lite.train import TrainingStopped
-    from f5lite.train.duration import DurationTraining
 
     alone(tmp_path / "straight", "eval.every=0").fit()
-    real_step = DurationTraining.step
+    real_step = Trainer.optimizer_step
     calls = []
 
-    def step_then_sigterm(self: DurationTraining) -> torch.Tensor:
+    def step_then_sigterm(self: Trainer, loss: torch.Tensor) -> torch.Tensor:
         calls.append(1)
         if len(calls) == 5:  # the launcher's SIGTERM arrives during update 5
             os.kill(os.getpid(), signal.SIGTERM)
-        return real_step(self)
+        return real_step(self, loss)
 
-    monkeypatch.setattr(DurationTraining, "step", step_then_sigterm)
+    monkeypatch.setattr(Trainer, "optimizer_step", step_then_sigterm)
     with pytest.raises(TrainingStopped) as stopped:
         alone(tmp_path / "stopped", "eval.every=0").fit()
     assert stopped.value.code == 128 + signal.SIGTERM
     assert (tmp_path / "stopped" / "checkpoints" / "step-00000005").is_dir()
     assert not (tmp_path / "stopped" / "export").exists()
-    monkeypatch.setattr(DurationTraining, "step", real_step)
+    monkeypatch.setattr(Trainer, "optimizer_step", real_step)
     alone(tmp_path / "stopped", "eval.every=0").fit()
     a = load_duration(tmp_path / "straight" / "export").predictor.state_dict()
     b = load_duration(tmp_path / "stopped" / "export").predictor.state_dict()

@@ -19,7 +19,7 @@ from accelerate.utils import DistributedType
 from support.data_helpers import file_digests
 from support.trainer_helpers import BASE, assert_same_tensors, demo_slice, final_state, make
 
-from f5lite.storage.lock import LOCK_FILE
+from f5lite.storage.names import LOCK_FILE
 from f5lite.train import Trainer
 from f5lite.train.trainer import bad_update
 

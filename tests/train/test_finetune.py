@@ -38,13 +38,13 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_vocab_grows_and_old_rows_are_kept(data_dir: Path, tmp_path: Path) -> None:
     official = {k[len("ema_model." + PREFIX) :]: v for k, v in load_file(ASSETS / "dit_tiny.safetensors").items()}
     trainer = Trainer(compose_config(overrides(data_dir, tmp_path / "run")))
-    table = trainer.backbone.state_dict()[TEXT_TABLE]
+    table = trainer.network.state_dict()[TEXT_TABLE]
     vocab_rows = len((data_dir / "vocab.txt").read_text().splitlines()) + 1
     assert table.shape[0] == vocab_rows > official[TEXT_TABLE].shape[0] == 41
     assert torch.equal(table[:41], official[TEXT_TABLE])  # unchanged until the first update
     for key, value in official.items():
-        if key != TEXT_TABLE and key in trainer.backbone.state_dict():
-            assert torch.equal(trainer.backbone.state_dict()[key], value), key
+        if key != TEXT_TABLE and key in trainer.network.state_dict():
+            assert torch.equal(trainer.network.state_dict()[key], value), key
     assert trainer.ema.step == 0  # the checkpoint's EMA step (1000) is not inherited
     assert torch.equal(trainer.ema.state_dict()[TEXT_TABLE], table)
     trainer.fit()
@@ -67,7 +67,7 @@ def test_trainer_grows_the_table_at_the_trained_rows_statistics(data_dir: Path, 
     shifted = tmp_path / "shifted.safetensors"
     save_file(weights, shifted)
     trainer = Trainer(compose_config([*overrides(data_dir, tmp_path / "run"), f"init.weights={shifted}"]))
-    table = trainer.backbone.state_dict()[TEXT_TABLE]
+    table = trainer.network.state_dict()[TEXT_TABLE]
     assert torch.equal(table[:41], weights[key])
     new = table[41:]
     assert new.shape[0] >= 20
@@ -120,8 +120,8 @@ def test_lora_trains_adapters_only_resumes_and_merges(data_dir: Path, tmp_path: 
     lora = ["finetune.lora.rank=2", "finetune.lora.alpha=3"]  # scaling alpha / rank = 1.5
     args = [*overrides(data_dir, run, *lora, "optim.max_updates=4", "optim.lr=1e-2")]
     trainer = Trainer(compose_config(args))
-    base = {k: v.clone() for k, v in trainer.backbone.state_dict().items() if "lora_" not in k}
-    trainable = {n: p for n, p in trainer.backbone.named_parameters() if p.requires_grad}
+    base = {k: v.clone() for k, v in trainer.network.state_dict().items() if "lora_" not in k}
+    trainable = {n: p for n, p in trainer.network.named_parameters() if p.requires_grad}
     adapters = [n for n in trainable if "lora_" in n]
     # 4 blocks x (q, k, v, out: 64 -> 64, ff: 64 -> 128 -> 64) at rank 2; plus the grown text table.
     per_block = 4 * (2 * 64 + 2 * 64) + (2 * 64 + 2 * 128) + (2 * 128 + 2 * 64)
@@ -139,7 +139,7 @@ def test_lora_trains_adapters_only_resumes_and_merges(data_dir: Path, tmp_path: 
     assert staged.losses == straight.losses
     for group in ("model", "ema", "optimizer"):
         assert_same_tensors(final_state(run, 4)[group], final_state(tmp_path / "straight", 4)[group], group)
-    after = resumed.backbone.state_dict()
+    after = resumed.network.state_dict()
     for key, value in base.items():
         if key != TEXT_TABLE:
             assert torch.equal(after[key], value), key  # frozen base: bit-identical
@@ -182,7 +182,7 @@ def test_lora_with_activation_checkpointing_and_compile(
     )
     batch = next(iter(plain.data.loader))
     torch.testing.assert_close(fast.train_update([batch]), plain.train_update([batch]), atol=1e-5, rtol=1e-5)
-    for (name, p), q in zip(fast.backbone.named_parameters(), plain.backbone.parameters(), strict=True):
+    for (name, p), q in zip(fast.network.named_parameters(), plain.network.parameters(), strict=True):
         torch.testing.assert_close(p, q, atol=1e-5, rtol=1e-5, msg=name)
     torch._dynamo.reset()
 

@@ -143,7 +143,7 @@ def test_evaluation_uses_the_ema_and_training_tensors_in_place(tmp_path: Path, m
 
     monkeypatch.setattr(trainer.evaluator, "run", run)
     trainer.fit()
-    training = {t.data_ptr() for t in trainer.backbone.state_dict().values()}
+    training = {t.data_ptr() for t in trainer.network.state_dict().values()}
     assert held == [ema_at_eval[-1], training]  # the EMA's own tensors, then the training module's
     assert all(p.is_meta for p in backbone.parameters())  # let go after the evaluation
     assert not any(p.requires_grad for p in backbone.parameters())

@@ -136,7 +136,7 @@ def grpo_overrides(policy: Path, run: Path, *extra: str) -> list[str]:
 
 
 def weights(trainer: Trainer) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in trainer.backbone.state_dict().items()}
+    return {k: v.detach().clone() for k, v in trainer.network.state_dict().items()}
 
 
 @pytest.mark.heavy
@@ -147,7 +147,7 @@ def test_one_update_scores_a_group_per_prompt_and_moves_the_weights(policy: Path
     loaded = load_source(policy)
     assert trainer.cfg.model == loaded.model and trainer.cfg.data.tokenizer == loaded.tokenizer
     start = weights(trainer)
-    grpo = trainer.grpo
+    grpo = trainer.objective.grpo
     assert grpo is not None and grpo.rewards.names == ["wer", "sim"]
     assert all(torch.equal(start[k], v) for k, v in grpo.reference.state_dict().items())  # the starting weights
     trainer.fit()
@@ -214,7 +214,7 @@ def test_the_kl_term_is_nothing_at_the_start_and_grows_as_the_policy_leaves_it(
     policy: Path, tmp_path: Path, likelihood: str
 ) -> None:
     trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", f"grpo.likelihood={likelihood}")))
-    grpo = trainer.grpo
+    grpo = trainer.objective.grpo
     assert grpo is not None
     unused = torch.zeros(1, 1, 100), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, dtype=torch.long)
 
@@ -226,7 +226,7 @@ def test_the_kl_term_is_nothing_at_the_start_and_grows_as_the_policy_leaves_it(
     assert loss(5.0) == loss(0.0)  # the policy is the reference
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        for param in trainer.backbone.parameters():
+        for param in trainer.network.parameters():
             param.add_(0.02 * torch.randn(param.shape, generator=g))
     assert loss(5.0) > loss(0.0) + 1e-4
 
@@ -236,7 +236,7 @@ def test_positive_advantages_pull_towards_the_better_take_and_push_from_none(pol
     # apart (d = 0.01) or more. At the starting weights the ratio is 1 and the KL 0, so the loss is -mean(A): 0 with
     # GRPO's signed advantages, about -1/2 when the worse take's advantage counts as 0.
     trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", "grpo.likelihood=flow")))
-    grpo = trainer.grpo
+    grpo = trainer.objective.grpo
     assert grpo is not None
     unused = torch.zeros(1, 1, 100), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, dtype=torch.long)
 
@@ -251,7 +251,7 @@ def test_positive_advantages_pull_towards_the_better_take_and_push_from_none(pol
 
 def test_the_data_weight_adds_the_flow_objective_on_the_training_batch(policy: Path, tmp_path: Path) -> None:
     trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run")))
-    grpo = trainer.grpo
+    grpo = trainer.objective.grpo
     assert grpo is not None
     g = torch.Generator().manual_seed(3)
     batch = torch.randn(2, 40, 100, generator=g), torch.randint(0, 5, (2, 12), generator=g), torch.tensor([40, 31])
@@ -265,7 +265,7 @@ def test_the_data_weight_adds_the_flow_objective_on_the_training_batch(policy: P
     rl_only, after = loss(0.0, batch[0])
     assert loss(0.0, 2 * batch[0])[0] == rl_only  # weight 0: the batch is not used
     with torch.no_grad():  # the batch's flow loss, drawn from where the rollouts left the generator
-        data = float(CFM(trainer.backbone)(*batch, generator=after))
+        data = float(CFM(trainer.network)(*batch, generator=after))
     assert loss(0.5, batch[0])[0] == pytest.approx(rl_only + 0.5 * data, rel=1e-5, abs=1e-6)
 
 
@@ -302,7 +302,7 @@ def recorded_rollouts(
     """The states of the rollouts of one update (2 prompts, groups of 3, 4 steps, 2 trained) and their windows."""
     trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", "grpo.prompts_per_update=2",
                                                     "grpo.group=3", "grpo.steps=4", "grpo.train_steps=2", *extra)))  # fmt: skip
-    grpo = trainer.grpo
+    grpo = trainer.objective.grpo
     assert grpo is not None
     seen: list[torch.Tensor] = []
     windows: list[object] = []
@@ -343,14 +343,15 @@ def test_grpo_spread_scores_takes_from_one_start_apart_from_takes_from_many(poli
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["init.weights=null"], "grpo.prompts is set but init.weights is not"),
+        (["init.weights=null"], "objective=grpo needs init.weights"),
+        (["objective=flow"], "grpo.prompts=.* is read only with objective=grpo or objective=duration_grpo"),
         (["grpo.rewards.sim=0"], "weighs nothing"),
         (["+grpo.rewards.pesq=1.0"], "grpo.rewards"),
         (["grpo.train_steps=4"], "grpo.train_steps"),
         (["grpo.likelihood=ppo"], "grpo.likelihood"),
         (["grpo.advantages=clipped"], "grpo.advantages"),
         (["grpo.data_weight=-1"], "grpo.data_weight"),
-        (["model.dropout=0.1"], "grpo.prompts needs model.dropout=0"),
+        (["model.dropout=0.1"], "objective=grpo needs model.dropout=0"),
         (["grpo.prompts=/no/such/prompts.txt"], "grpo.prompts: .*/no/such/prompts.txt"),
         (["eval.speaker=wavlm:/no/such/dir"], "/no/such/dir"),
     ],

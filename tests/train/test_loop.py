@@ -35,7 +35,7 @@ def test_non_finite_update_is_skipped_by_optimizer_schedule_and_ema(tmp_path: Pa
     batch = next(iter(trainer.data.loader))
     for _ in range(4):  # past the EMA's copy phase (update_after=2): the average now differs from the weights
         trainer.train_update([batch])
-    model = {k: v.clone() for k, v in trainer.backbone.state_dict().items()}
+    model = {k: v.clone() for k, v in trainer.network.state_dict().items()}
     ema = {k: v.clone() for k, v in trainer.ema.state_dict().items()}
     assert any(not torch.equal(ema[k], model[k]) for k in ema)
     optimizer = trainer.optimizer.state_dict()
@@ -48,7 +48,7 @@ def test_non_finite_update_is_skipped_by_optimizer_schedule_and_ema(tmp_path: Pa
     poisoned.mel[0, 0, 0] = float("nan")
     trainer.train_update([poisoned])
     assert (trainer.applied.item(), trainer.bad_total.item(), trainer.bad_streak.item()) == (4, 1, 1)
-    assert_same_tensors(trainer.backbone.state_dict(), model, "weights")
+    assert_same_tensors(trainer.network.state_dict(), model, "weights")
     assert_same_tensors(trainer.ema.state_dict(), ema, "EMA weights")
     assert int(trainer.ema.step) == ema_step  # the EMA's decay schedule did not advance either
     after = trainer.optimizer.state_dict()
@@ -195,12 +195,12 @@ def test_bf16_autocast_keeps_fp32_weights_and_loss(tmp_path: Path) -> None:
     trainer = make(tmp_path, "perf.precision=bf16")
     batch = next(iter(trainer.data.loader))
     seen = []
-    hook = trainer.backbone.proj_out.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    hook = trainer.network.proj_out.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
     loss = trainer.train_update([batch])
     hook.remove()
     assert seen == [torch.bfloat16]  # the matmuls ran in bf16
     assert loss.dtype == torch.float32 and torch.isfinite(loss)
-    assert all(p.dtype == torch.float32 for p in trainer.backbone.parameters())
+    assert all(p.dtype == torch.float32 for p in trainer.network.parameters())
     assert trainer.applied.item() == 1
 
 

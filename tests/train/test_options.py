@@ -20,7 +20,7 @@ from f5lite.train.trainer import Trainer
 
 
 def gradients(trainer: Trainer) -> dict[str, torch.Tensor]:
-    return {n: p.grad.clone() for n, p in trainer.backbone.named_parameters() if p.grad is not None}
+    return {n: p.grad.clone() for n, p in trainer.network.named_parameters() if p.grad is not None}
 
 
 def saved_bytes_and_grads(trainer: Trainer, batch) -> tuple[int, dict[str, torch.Tensor], float]:
@@ -84,8 +84,8 @@ def test_compile_through_the_trainer(tmp_path: Path, family: str, compiled_graph
     compiled = make(tmp_path, "perf.compile=true", name="compiled", family=family)
     _, grads, loss = saved_bytes_and_grads(compiled, batch)
     assert len(compiled_graphs) >= 1  # the blocks went through the compiler
-    assert all(b._compiled_call_impl is not None for b in compiled.backbone.blocks)
-    assert all(not k.startswith("_orig_mod") and "._orig_mod." not in k for k in compiled.backbone.state_dict())
+    assert all(b._compiled_call_impl is not None for b in compiled.network.blocks)
+    assert all(not k.startswith("_orig_mod") and "._orig_mod." not in k for k in compiled.network.state_dict())
     assert loss == pytest.approx(eager_loss, rel=1e-6)
     for name, grad in grads.items():  # aot_eager runs the same kernels; only the op order may differ
         scale = eager_grads[name].norm().item() + 1e-12
@@ -107,7 +107,7 @@ def test_accumulation_averages_the_micro_batch_gradients(tmp_path: Path) -> None
     per_micro, losses = [], []
     for micro, batch in enumerate(batches):
         generator = seed_step(reference.cfg.seed, 0, 0, micro, reference.device)  # the draws the trainer makes
-        reference.backbone.zero_grad(set_to_none=True)
+        reference.network.zero_grad(set_to_none=True)
         micro_loss = reference.model(batch.mel, batch.text_ids, batch.mel_lengths, generator=generator)
         micro_loss.backward()
         per_micro.append(gradients(reference))

@@ -57,8 +57,8 @@ def test_prompts_are_spoken_with_the_ema_weights_and_the_run_s_sampler(
     texts = [row.split("|")[3] for row in rows]
     assert [(c[0], c[2]) for c in calls] == [(texts[0], 0), (texts[1], 1)] * 2  # eval.seed + row, each time
     assert all(c[1] == trainer.cfg.sample.sampler_options() and c[1].steps == 3 for c in calls)
-    ema = trainer.ema_weights()
-    online = trainer.online_weights()
+    ema = trainer.net.ema_weights()
+    online = trainer.net.online_weights()
     held = calls[-1][3]
     assert all(torch.equal(held[k], v) for k, v in ema.items())  # the EMA, not the online weights
     assert any(not torch.equal(held[k], online[k]) for k in ema)

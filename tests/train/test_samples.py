@@ -31,9 +31,9 @@ def run_with_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: st
     recorder = Recorder()
     monkeypatch.setattr(trainer_module, "make_logger", lambda *a, **kw: recorder)
     trainer = make(tmp_path, "optim.max_updates=2", "logger.sample_every=2", *extra, name=name)
-    assert trainer.samples is not None
+    assert trainer.evaluator.samples is not None
     calls = []
-    trainer.samples.model.register_forward_hook(lambda *_: calls.append(1))
+    trainer.evaluator.samples.model.register_forward_hook(lambda *_: calls.append(1))
     trainer.fit()
     return recorder, len(calls)
 

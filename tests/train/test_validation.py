@@ -139,14 +139,14 @@ def test_training_reports_the_validation_loss_below_the_untrained_models(tmp_pat
     # The logged number is the EMA weights' loss, and evaluating the checkpoint again in another trainer (a new
     # set of draws from the same seed) gives exactly it.
     # The evaluation backbone lets its weights go after an evaluation (it holds no copy): assign them again.
-    trainer.evaluator.backbone.load_state_dict(trainer.online_weights(), assign=True)
+    trainer.evaluator.backbone.load_state_dict(trainer.net.online_weights(), assign=True)
     assert (
         trainer.evaluator.validation.evaluate(trainer.evaluator.backbone, torch.device("cpu"))["loss"]
         == rows[-1]["val/loss_online"]
     )
     resumed = make(tmp_path, "optim.max_updates=24", "eval.every=12", "eval.online=true", "optim.lr=3e-3")
     assert resumed.update == 24 and resumed.evaluator is not None and resumed.evaluator.validation is not None
-    resumed.evaluator.backbone.load_state_dict(resumed.ema_weights(), assign=True)
+    resumed.evaluator.backbone.load_state_dict(resumed.net.ema_weights(), assign=True)
     again = resumed.evaluator.validation.evaluate(resumed.evaluator.backbone, torch.device("cpu"))
     assert {f"val/{k}": v for k, v in again.items()}.items() <= rows[-1].items()
 

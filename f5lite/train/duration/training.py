@@ -1,17 +1,24 @@
-"""Training the duration predictor: its optimizer, its update, and its part of a checkpoint.
+"""The duration predictor's training: alone (`objective=duration`), or alongside the flow model.
 
-Used by both ways of training it (`duration.train`): `alongside` the flow model, where `Trainer` calls `backward`
-on every micro-batch it trains the flow model on and `step` after its own optimizer step; and `alone`
-(`f5lite.train.duration_run`), on batches that carry only text, lengths and speakers.
+`objective=duration` trains only the predictor, on batches that carry text, lengths and speakers and no audio (an
+epoch of even a large corpus is a pass over its metadata), through the one training loop: checkpoints, exact resume,
+signals and the export, which holds only the predictor (`f5lite.storage.duration_files`): `f5lite-infer
+duration=RUN_DIR/export` uses it with any model of the same vocab. With `eval.every`, the median relative duration
+error of the predictor and of the byte rule on the held-out test set is logged (`val/duration_error`,
+`val/duration_error_rule`).
 
-The predictor trains in float32 outside the flow model's autocast (it is tiny, and its loss is a log of a sum over
-hundreds of tokens), with its own fused AdamW. Across ranks its gradient is averaged with one all-reduce of the
-flattened gradient per update (accelerate's `reduce`); a non-finite gradient skips the update on the device, like
-the flow model's. Nothing is read back to the host.
+`duration.train=alongside` (`DurationTraining`) trains one beside the flow model (`f5lite.train.flow`), on every
+micro-batch the flow model learns from, with its own optimizer stepped after the flow model's; across ranks its
+gradient is averaged with one all-reduce of the flattened gradient per update (accelerate's `reduce`).
+
+Either way the predictor trains in float32 outside the flow model's autocast (it is tiny, and its loss is a log of a
+sum over hundreds of tokens) with a fused AdamW of `duration.lr`, and a non-finite gradient skips the update on the
+device. Nothing is read back to the host.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,14 +34,36 @@ from f5lite.eval.duration import DurationCase, duration_cases, duration_errors
 from f5lite.infer.duration import DurationEstimator
 from f5lite.models.duration import DurationPredictor, duration_loss
 from f5lite.storage.duration_files import DurationFileError, LoadedDuration, load_duration
-from f5lite.storage.store import DURATION_OPTIMIZER, DURATION_TENSORS, DURATION_UPDATES
+from f5lite.storage.names import DURATION_OPTIMIZER, DURATION_TENSORS, DURATION_UPDATES
 from f5lite.storage.tree import flatten, unflatten
 from f5lite.text import TextEncoder
 from f5lite.train.schedule import lr_factor
 from f5lite.train.validation import find_val_dir
 
+log = logging.getLogger(__name__)
+
 MAX_GRAD_NORM = 1.0
 """Gradient clipping of the predictor (a fresh predictor's first gradients are large: every length is off)."""
+
+
+def make_predictor(cfg: TrainConfig, num_embeds: int, device: torch.device) -> DurationPredictor:
+    """A fresh predictor of `duration.*`: the same initial weights on every rank and at every launch."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        return DurationPredictor(num_embeds, cfg.duration.dim, cfg.duration.depth, cfg.duration.kernel_size).to(device)
+
+
+def make_predictor_optimizer(cfg: TrainConfig, predictor: DurationPredictor) -> torch.optim.AdamW:
+    """The predictor's fused AdamW: `duration.lr`, the rest `optim`'s; the learning rate a device tensor."""
+    device = next(predictor.parameters()).device
+    return torch.optim.AdamW(
+        predictor.parameters(),
+        lr=torch.tensor(cfg.duration.lr, device=device),
+        betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
+        weight_decay=cfg.optim.weight_decay,
+        eps=cfg.optim.eps,
+        fused=True,
+    )
 
 
 class DurationTraining:
@@ -50,19 +79,9 @@ class DurationTraining:
     def __init__(
         self, cfg: TrainConfig, num_embeds: int, device: torch.device, reduce: Callable[[Tensor], Tensor] | None
     ) -> None:
-        arch, optim = cfg.duration, cfg.optim
         self.cfg = cfg
-        with torch.random.fork_rng(devices=[]):  # the same initial weights on every rank and at every launch
-            torch.manual_seed(cfg.seed)
-            self.predictor = DurationPredictor(num_embeds, arch.dim, arch.depth, arch.kernel_size).to(device)
-        self.optimizer = torch.optim.AdamW(
-            self.predictor.parameters(),
-            lr=torch.tensor(arch.lr, device=device),
-            betas=(optim.betas[0], optim.betas[1]),
-            weight_decay=optim.weight_decay,
-            eps=optim.eps,
-            fused=True,
-        )
+        self.predictor = make_predictor(cfg, num_embeds, device)
+        self.optimizer = make_predictor_optimizer(cfg, self.predictor)
         self.reduce = reduce
         self.applied = torch.zeros((), dtype=torch.int64, device=device)
 
@@ -104,44 +123,64 @@ class DurationTraining:
         self.applied += finite.long()
         return finite
 
-    def start_from(self, predictor: DurationPredictor) -> None:
-        """Copy a trained predictor's weights into this one (`duration.init`; a resume then overwrites them).
-
-        Raises:
-            ValueError: its shapes are not what `duration.*` builds (one line).
-        """
-        self._load_weights(predictor.state_dict(), "duration.init's predictor", "give the settings it was trained with")
-
     def state(self) -> tuple[dict[str, dict[str, Tensor]], dict[str, Any]]:
         """The predictor's part of a checkpoint: tensor groups and metadata."""
         skeleton, tensors = flatten(self.optimizer.state_dict(), prefix=DURATION_OPTIMIZER)
         groups = {DURATION_TENSORS: self.predictor.state_dict(), DURATION_OPTIMIZER: tensors}
         return groups, {DURATION_OPTIMIZER: skeleton, DURATION_UPDATES: int(self.applied.item())}
 
-    def load_state(self, groups: dict[str, dict[str, Tensor]], meta: dict[str, Any]) -> None:
-        """Restore what `state` gave (tensors already on this rank's device).
+    def resume(self, read: Callable[[str], dict[str, Tensor] | None], meta: dict[str, Any], *, main: bool) -> None:
+        """Restore what `state` gave; a checkpoint without a predictor leaves this one fresh (rank 0 warns).
+
+        Args:
+            read: a checkpoint group on this rank's device.
+            meta: the checkpoint's metadata.
+            main: whether this is rank 0.
 
         Raises:
             ValueError: the checkpoint's predictor has other shapes than `duration.*` builds (one line).
         """
-        self._load_weights(
-            groups[DURATION_TENSORS],
-            "the checkpoint's duration predictor",
-            "resume with the settings it was trained with",
-        )
-        self.optimizer.load_state_dict(unflatten(meta[DURATION_OPTIMIZER], groups[DURATION_OPTIMIZER]))
+        if DURATION_UPDATES not in meta:
+            if main:
+                log.warning(
+                    "the checkpoint has no duration predictor: it starts from scratch at update %d", meta["update"]
+                )
+            return
+        weights, optimizer = read(DURATION_TENSORS), read(DURATION_OPTIMIZER)
+        assert weights is not None and optimizer is not None
+        load_predictor_weights(self.predictor, weights, self.cfg, CHECKPOINT_MISMATCH)
+        self.optimizer.load_state_dict(unflatten(meta[DURATION_OPTIMIZER], optimizer))
         self.applied.fill_(int(meta[DURATION_UPDATES]))
 
-    def _load_weights(self, state: dict[str, Tensor], what: str, remedy: str) -> None:
-        """Load `state` into the predictor; shapes other than `duration.*` builds are one line naming `what`."""
-        try:
-            self.predictor.load_state_dict(state)
-        except RuntimeError:
-            arch = self.cfg.duration
-            raise ValueError(
-                f"{what} does not fit duration.dim={arch.dim} depth={arch.depth} kernel_size={arch.kernel_size}; "
-                f"{remedy}"
-            ) from None
+
+CHECKPOINT_MISMATCH = ("the checkpoint's duration predictor", "resume with the settings it was trained with")
+"""What a checkpoint's predictor of other shapes is called, and the remedy (`load_predictor_weights`)."""
+
+
+def predictor_mismatch(cfg: TrainConfig, what: str, remedy: str) -> str:
+    """The one-line error for a predictor whose shapes are not what `duration.*` builds."""
+    arch = cfg.duration
+    return f"{what} does not fit duration.dim={arch.dim} depth={arch.depth} kernel_size={arch.kernel_size}; {remedy}"
+
+
+def load_predictor_weights(
+    predictor: DurationPredictor, state: dict[str, Tensor], cfg: TrainConfig, names: tuple[str, str]
+) -> None:
+    """Load `state` into the predictor.
+
+    Args:
+        predictor: the run's predictor.
+        state: the weights.
+        cfg: the run's config (`duration.*`).
+        names: what the weights are and the remedy, for the error (`CHECKPOINT_MISMATCH`).
+
+    Raises:
+        ValueError: shapes other than `duration.*` builds (`predictor_mismatch`).
+    """
+    try:
+        predictor.load_state_dict(state)
+    except RuntimeError:
+        raise ValueError(predictor_mismatch(cfg, *names)) from None
 
 
 def load_start(cfg: TrainConfig, encoder: TextEncoder, device: torch.device) -> DurationPredictor:

@@ -1,4 +1,4 @@
-"""RL of the duration predictor (`duration.train=grpo`): the length it picks, rewarded by what is said in it.
+"""RL of the duration predictor (`objective=duration_grpo`): the length it picks, rewarded by what is said in it.
 
 DMOSpeech 2's idea on f5lite's parts: the flow model is left as it is and only the predictor learns, from the word
 error and voice of the speech its lengths give. The predictor is made a policy over each prompt's length: the log of
@@ -7,7 +7,8 @@ reference's rate, as `f5lite.sampling.predicted_duration` sizes speech at infere
 `duration.spread`. A Gaussian over one number has an exact log-probability and an exact KL divergence, so nothing
 here is an estimate.
 
-One update, on each rank (inside `f5lite.train.duration_run`, which keeps checkpoints, exact resume and the export):
+One update, on each rank (the training loop keeps checkpoints, exact resume and the export, as for
+`objective=duration`, `f5lite.train.duration.alone`):
 1. Draw `grpo.prompts_per_update` prompts of `grpo.prompts` with the update's generator, laid out as inference does.
 2. Draw `grpo.group` lengths per prompt; the frozen flow model of `init.weights` speaks each, from one start (noise)
    per group, with the inference sampler (`grpo.steps`, `grpo.cfg_strength`, `sample.schedule`, `sample.sway`),
@@ -26,21 +27,26 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
-from torch import Tensor
+from accelerate import Accelerator
+from torch import Tensor, nn
 
 from f5lite.audio.mel import samples_for_frames
 from f5lite.config import TrainConfig
+from f5lite.data.collate import Batch
 from f5lite.infer.plan import WINDOW_FRAMES, Piece
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.models.duration import DurationPredictor
 from f5lite.sampling import effective_durations, sample
 from f5lite.text import TextEncoder
 from f5lite.text.vocab import vocab_hash
+from f5lite.train.duration.alone import PredictorObjective, predictor_network, start_predictor
+from f5lite.train.duration.training import load_start
 from f5lite.train.evaluation import load_run_vocoder
 from f5lite.train.grpo import group_advantages, grpo_loss, load_prompts
+from f5lite.train.objective import Network, Prepared
 from f5lite.train.rewards import Rewards
 
 
@@ -63,8 +69,8 @@ def log_lengths(predictor: DurationPredictor, encoder: TextEncoder, pieces: Sequ
     return ref_frames.log() + log_frames[:, 1] - log_frames[:, 0]
 
 
-class DurationGrpo:
-    """The GRPO objective of a duration predictor (module docstring).
+class DurationGrpo(nn.Module):
+    """The GRPO loss of a duration predictor (module docstring), called with the update's generator.
 
     Args:
         predictor: the predictor being trained (its starting weights loaded).
@@ -82,8 +88,9 @@ class DurationGrpo:
         self, predictor: DurationPredictor, reference: DurationPredictor, encoder: TextEncoder,
         synthesizer: Synthesizer, rewards: Rewards, cfg: TrainConfig,
     ) -> None:  # fmt: skip
+        super().__init__()
         self.predictor = predictor
-        self.reference = reference
+        self._reference = (reference,)  # a tuple: not a submodule (frozen, in no optimizer or all-reduce)
         self.encoder = encoder
         self.synthesizer = synthesizer
         self.rewards = rewards
@@ -95,23 +102,34 @@ class DurationGrpo:
         self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer)
         self._window: list[Tensor] = []
 
-    def backward(self, generator: torch.Generator) -> Tensor:
-        """Roll out one update's groups and accumulate the gradient of their loss into the predictor.
+    @property
+    def reference(self) -> DurationPredictor:
+        """The starting predictor."""
+        return self._reference[0]
+
+    def forward(self, generator: torch.Generator) -> Tensor:
+        """Roll out one update's groups; their loss.
+
+        The whole update runs in float32, whatever `perf.precision` says: the predictor's log of a sum over tokens,
+        and the flow model's takes, which are scored as inference makes them.
 
         Args:
             generator: the update's randomness, on the predictor's device.
 
         Returns:
-            The loss, a 0-d float32 tensor (detached).
+            The loss, a 0-d float32 tensor.
         """
+        with torch.autocast(generator.device.type, enabled=False):
+            return self._loss(generator)
+
+    def _loss(self, generator: torch.Generator) -> Tensor:
         s = self.settings
         device = generator.device
         picked = torch.randint(len(self.pieces), (s.prompts_per_update,), generator=generator, device=device)
         prompts = [self.pieces[i] for i in picked.tolist()]
-        with torch.autocast(device.type, enabled=False):  # a log of a sum over tokens: float32
-            mean = log_lengths(self.predictor, self.encoder, prompts)
-            with torch.no_grad():
-                mean_ref = log_lengths(self.reference, self.encoder, prompts)
+        mean = log_lengths(self.predictor, self.encoder, prompts)
+        with torch.no_grad():
+            mean_ref = log_lengths(self.reference, self.encoder, prompts)
         noise = torch.randn((len(prompts), s.group), device=device, generator=generator)
         drawn = mean.detach()[:, None] + self.spread * noise
         terms = self.rollout(prompts, drawn, generator)
@@ -124,9 +142,7 @@ class DurationGrpo:
         variance = self.spread**2
         log_prob = (-((drawn - mean[:, None]) ** 2) / (2 * variance)).view(-1)
         kl = ((mean - mean_ref) ** 2 / (2 * variance)).repeat_interleave(s.group)
-        loss = grpo_loss(log_prob, advantages, kl, s.kl)
-        loss.backward()
-        return loss.detach()
+        return grpo_loss(log_prob, advantages, kl, s.kl)
 
     def rollout(self, prompts: Sequence[Piece], drawn: Tensor, generator: torch.Generator) -> Tensor:
         """Speak each prompt at each of its drawn lengths and score the takes.
@@ -158,9 +174,8 @@ class DurationGrpo:
             lens=lens,
             noise=starts.repeat_interleave(drawn.shape[1], 0),
         )
-        with torch.autocast(cond.device.type, enabled=False):  # the vocoder and the reward models as at inference
-            waves = synth.decode(mel, pieces)
-            return self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
+        waves = synth.decode(mel, pieces)
+        return self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
 
     def _sized(self, piece: Piece, log_frames: float) -> Piece:
         """`piece` to be spoken in `exp(log_frames)` generated frames, within the bounds inference plans with.
@@ -187,30 +202,15 @@ class DurationGrpo:
         return self.rewards.window(window, "length_shift")
 
 
-def check_inputs(cfg: TrainConfig) -> None:
-    """What a `duration.train=grpo` run needs besides its recipe (checked before the run directory is touched).
-
-    Raises:
-        ValueError: `duration.init`, `init.weights` or `grpo.prompts` is not given (one line).
-    """
-    missing = [key for key, value in (("duration.init", cfg.duration.init), ("init.weights", cfg.init.weights),
-                                      ("grpo.prompts", cfg.grpo.prompts)) if not value]  # fmt: skip
-    if missing:
-        raise ValueError(
-            f"duration.train=grpo needs {' and '.join(missing)}: the predictor it starts from (duration.init), the "
-            "model that speaks its lengths (init.weights, not trained) and what it says (grpo.prompts)"
-        )
-
-
 def make_duration_grpo(
     cfg: TrainConfig, predictor: DurationPredictor, reference: DurationPredictor, encoder: TextEncoder
 ) -> DurationGrpo:
-    """The objective of a `duration.train=grpo` run: the flow model that speaks, its vocoder, rewards and prompts.
+    """The loss of an `objective=duration_grpo` run: the flow model that speaks, its vocoder, rewards and prompts.
 
     Args:
         cfg: the run's config.
         predictor: the run's predictor, `reference`'s weights loaded.
-        reference: the starting predictor (`f5lite.train.duration.load_start`), frozen, on the training device.
+        reference: the starting predictor (`f5lite.train.duration.training.load_start`), frozen, on the training device.
         encoder: the run's text encoder (its data's vocab, which must be `init.weights`').
 
     Raises:
@@ -238,3 +238,42 @@ def make_duration_grpo(
             "it was trained with"
         )
     return DurationGrpo(predictor, reference, encoder, synth, Rewards(cfg, device), cfg)
+
+
+class DurationGrpoObjective(PredictorObjective):
+    """`objective=duration_grpo` (module docstring): the training batches are not read, the prompts are.
+
+    Args:
+        network: the predictor, its loss module a `DurationGrpo`.
+        acc: the run's accelerator.
+    """
+
+    def __init__(self, network: Network, acc: Accelerator) -> None:
+        super().__init__(network, acc)
+        assert isinstance(network.module, DurationGrpo)
+        self.grpo = network.module
+
+    def backward(self, model: nn.Module, batch: Batch, generator: torch.Generator, count: int) -> Tensor:
+        """See `Objective.backward`: one update's rollouts, drawn with the update's generator."""
+        loss = model(generator)
+        self.acc.backward(loss / count)
+        return loss.detach()
+
+    def window(self) -> dict[str, float]:
+        """The mean rewards, their terms and `length_shift` (`DurationGrpo.take_window`)."""
+        return self.grpo.take_window()
+
+
+def build_duration_grpo(
+    cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
+) -> DurationGrpoObjective:
+    """`objective=duration_grpo`'s `Builder`: the predictor starts from `duration.init`, which the KL term holds."""
+    reference = load_start(cfg, encoder, acc.device)
+    predictor = start_predictor(cfg, encoder, acc.device, start=reference)
+    module = make_duration_grpo(cfg, predictor, reference, encoder)
+    return DurationGrpoObjective(predictor_network(cfg, predictor, module), acc)
+
+
+def prepare_duration_grpo(cfg: TrainConfig) -> Prepared:
+    """`objective=duration_grpo`'s entry: batches without audio (they are not read; the prompts are)."""
+    return Prepared(cfg, build_duration_grpo, reads_audio=False)

@@ -1,6 +1,7 @@
-"""f5lite.bench.sidebyside with real child processes (tiny `python -c` programs): the interleaving order, a process
-per run, the result protocols (last stdout line, a file), failures named by configuration, time limits, the watch,
-and the run header every results file must record (machine, versions, date)."""
+"""benchmarks.runner with real child processes (tiny `python -c` programs): the interleaving order, a process per
+run, the result protocols (last stdout line, a file, `--child SPEC`), failures named by configuration, time limits,
+the watch, the /proc readings; and benchmarks.results: the run header every results file must record (machine,
+versions, date)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import pytest
 import torch
 
 import f5lite
-from f5lite.bench import sidebyside as sbs
-from f5lite.bench.sidebyside import RESULT, ChildFailedError, Config
+from benchmarks import results
+from benchmarks import runner as sbs
+from benchmarks.runner import RESULT, ChildFailedError, Config
 
 # Prints its name, pid and start time as one JSON line after a line of noise (the harness reads the last line).
 REPORT = (
@@ -153,12 +155,12 @@ def test_watch_polls_the_running_child() -> None:
 
 
 def test_header_records_machine_versions_and_date() -> None:
-    header = sbs.run_header(["pytest", "no-such-distribution-f5lite"])
+    header = results.run_header(["pytest", "no-such-distribution-f5lite"])
     date = datetime.datetime.fromisoformat(header["date"])
     assert date.utcoffset() == datetime.timedelta(0)
     assert abs((datetime.datetime.now(datetime.timezone.utc) - date).total_seconds()) < 60
     machine = header["machine"]
-    assert machine["cpu"] and machine["cpu"] == sbs.cpu_model() and machine["logical_cores"] == os.cpu_count()
+    assert machine["cpu"] and machine["cpu"] == results.cpu_model() and machine["logical_cores"] == os.cpu_count()
     assert machine["gpu"] == (torch.cuda.get_device_name() if torch.cuda.is_available() else None)
     assert machine["os"] == platform.platform()
     found = header["versions"]
@@ -168,30 +170,33 @@ def test_header_records_machine_versions_and_date() -> None:
         f5lite.__version__,
     )
     assert found["pytest"] == pytest.__version__ and found["no-such-distribution-f5lite"] is None
-    flat = sbs.flat_header(header)
+    flat = results.flat_header(header)
     assert {"cpu", "cores", "gpu", "os", "python", "torch", "f5lite", "pytest", "date"} <= set(flat)
     assert (flat["cores"], flat["date"]) == (os.cpu_count(), header["date"])
     for form in (header, flat):
-        line = sbs.describe(form)
+        line = results.describe(form)
         assert machine["cpu"] in line and f"torch {torch.__version__}" in line and header["date"] in line
         assert f"Python {platform.python_version()}" in line and "None" not in line
 
 
 def test_results_files_must_carry_the_header(tmp_path: Path) -> None:
-    header = sbs.run_header()
+    header = results.run_header()
     nested = {**header, "rows": [1, 2]}
-    sbs.write_results(tmp_path / "sub" / "nested.json", nested, "# page\n", indent=2)
+    results.write_results(tmp_path / "sub" / "nested.json", nested, "# page\n", indent=2)
     assert json.loads((tmp_path / "sub" / "nested.json").read_text()) == nested
     assert (tmp_path / "sub" / "nested.md").read_text() == "# page\n"
-    rows = [{"label": "a", "machine": sbs.flat_header(header)}, {"label": "b", "machine": sbs.flat_header(header)}]
-    sbs.write_results(tmp_path / "rows.json", rows)
+    rows = [
+        {"label": "a", "machine": results.flat_header(header)},
+        {"label": "b", "machine": results.flat_header(header)},
+    ]
+    results.write_results(tmp_path / "rows.json", rows)
     assert json.loads((tmp_path / "rows.json").read_text()) == rows and not (tmp_path / "rows.md").exists()
     undated = {**header, "date": ""}
     no_torch = {**header, "versions": {"python": "3"}}
     one_bare_row = [rows[0], {"label": "c"}]
     for bad, missing in ((undated, "date"), (no_torch, "torch version"), (one_bare_row, "machine"), ({}, "date")):
         with pytest.raises(ValueError, match=missing):
-            sbs.write_results(tmp_path / "bad.json", bad)
+            results.write_results(tmp_path / "bad.json", bad)
     assert not (tmp_path / "bad.json").exists()
 
 
@@ -200,3 +205,17 @@ def test_median_record() -> None:
     chosen = sbs.median_record(runs, "step_s")
     assert chosen["step_s"] == 2.0 and chosen["step_s_rounds"] == [1.0, 2.0, 3.0, 9.0]
     assert sbs.median_record([{"label": "a", "error": "boom"}], "step_s") == {"label": "a", "error": "boom"}
+
+
+def test_child_spec_round_trip() -> None:
+    config = sbs.child_config("a", "x.py", {"kind": "mels", "workers": 2}, F5_X="1")
+    assert config.argv[1:3] == ["x.py", "--child"] and config.env == {"F5_X": "1"}
+    assert sbs.child_spec(config.argv[2:]) == {"kind": "mels", "workers": 2}
+    assert sbs.child_spec(["--quick"]) is None and sbs.child_spec([]) is None
+
+
+def test_proc_readings() -> None:
+    assert sbs.peak_rss() > 0 and sbs.peak_rss(os.getpid()) > 0
+    assert sbs.peak_rss(2**22 + 12345) is None  # no such process
+    assert os.getpid() not in sbs.children() and sbs.cpu_seconds() > 0
+    assert sbs.status_kb("self", "VmRSS") > 0 and sbs.status_kb("self", "NoSuchKey") is None

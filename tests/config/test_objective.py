@@ -1,0 +1,81 @@
+"""`objective`: one key picks how a run trains; a setting no chosen objective reads is refused; old runs still load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from f5lite.config import compose_config, config_to_yaml
+from f5lite.config.objective import OBJECTIVES, READERS
+from f5lite.storage.names import CONFIG_FILE
+from f5lite.storage.rundir import load_run_config
+from f5lite.train.objective import ENTRIES, prepare_objective
+
+
+@pytest.mark.parametrize(
+    ("recipe", "objective"),
+    [("speak_cpu", "flow"), ("distill", "distill"), ("grpo", "grpo"), ("duration_small", "duration"),
+     ("duration_grpo", "duration_grpo")],
+)  # fmt: skip
+def test_each_recipe_names_its_objective(recipe: str, objective: str) -> None:
+    assert compose_config([f"+recipe={recipe}"]).objective == objective
+
+
+def test_every_objective_has_an_entry_and_every_reader_is_an_objective() -> None:
+    assert set(ENTRIES) == set(OBJECTIVES)
+    assert all(set(readers) <= set(OBJECTIVES) for readers in READERS.values())
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["teacher=runs/x"], "distill.teacher='runs/x' is read only with objective=distill, not with objective=flow"),
+        (["+recipe=grpo", "finetune.lora.rank=4"], "finetune.lora.rank=4 is read only with objective=flow"),
+        (["+recipe=distill", "duration=small"], "duration.train='alongside' is read only with objective=flow"),
+        (["duration.init=runs/p"], "duration.init='runs/p' is read only with objective=duration or objective=duration_grpo"),
+        (["objective=ppo"], "objective='ppo' is not valid; choose one of: flow, distill, grpo, duration, duration_grpo"),
+        (["duration.train=alone"], "duration.train=alone was removed; use objective=duration"),
+        (["duration.train=grpo"], "duration.train=grpo was removed; use objective=duration_grpo"),
+    ],
+)  # fmt: skip
+def test_a_setting_no_chosen_objective_reads_is_refused_in_one_line(overrides: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message) as err:
+        compose_config(overrides)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("recipe", "missing"),
+    [("distill", "distill.teacher"), ("grpo", "grpo.prompts and init.weights"),
+     ("duration_grpo", "grpo.prompts and init.weights and duration.init")],
+)  # fmt: skip
+def test_a_recipe_composes_without_its_inputs_but_does_not_start(recipe: str, missing: str) -> None:
+    cfg = compose_config([f"+recipe={recipe}"])  # printing a recipe's config needs none of them
+    with pytest.raises(ValueError, match=f"^objective={recipe} needs {missing}$"):
+        prepare_objective(cfg)
+
+
+def stored(tmp_path: Path, **sections: dict[str, object]) -> Path:
+    """A run directory whose frozen config is of before `objective`: `sections` set, `objective` absent."""
+    raw = yaml.safe_load(config_to_yaml(compose_config(["+recipe=debug_tiny"])))
+    del raw["objective"]
+    for name, values in sections.items():
+        raw[name].update(values)
+    (tmp_path / CONFIG_FILE).write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("sections", "objective"),
+    [({}, "flow"), ({"duration": {"train": "alongside"}}, "flow"), ({"duration": {"train": "alone"}}, "duration"),
+     ({"duration": {"train": "grpo"}, "grpo": {"prompts": "p.txt"}}, "duration_grpo"),
+     ({"distill": {"teacher": "runs/t"}}, "distill"), ({"grpo": {"prompts": "p.txt"}}, "grpo")],
+)  # fmt: skip
+def test_a_run_directory_of_before_objective_loads_with_its_objective_inferred(
+    tmp_path: Path, sections: dict[str, dict[str, object]], objective: str
+) -> None:
+    cfg = load_run_config(stored(tmp_path, **sections))
+    assert cfg.objective == objective
+    assert cfg.duration.train == ("alongside" if sections.get("duration", {}).get("train") == "alongside" else "none")
