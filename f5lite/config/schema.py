@@ -384,7 +384,7 @@ class LoggerConfig:
 
 
 @dataclass
-class EvalConfig:
+class TrainEvalConfig:
     """Evaluation while training: a deterministic validation loss and speech metrics on fixed prompts (rank 0)."""
 
     val_dir: str | None = None
@@ -675,7 +675,7 @@ class TrainConfig:
     """Sampler settings."""
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     """Metrics logging."""
-    eval: EvalConfig = field(default_factory=EvalConfig)
+    eval: TrainEvalConfig = field(default_factory=TrainEvalConfig)
     """Evaluation while training and checkpoint selection."""
     init: InitConfig = field(default_factory=InitConfig)
     """Pretrained weights to start from."""
