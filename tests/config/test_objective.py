@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,30 @@ def test_a_run_directory_of_before_objective_loads_with_its_objective_inferred(
     cfg = load_run_config(stored(tmp_path, **sections))
     assert cfg.objective == objective
     assert cfg.duration.train == ("alongside" if sections.get("duration", {}).get("train") == "alongside" else "none")
+
+
+def train(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m f5lite.train ARGS` as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "f5lite.train", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["+recipe=duration_grpo"], "f5lite-train: objective=duration_grpo needs grpo.prompts and init.weights and duration.init\n"),
+     (["+recipe=duration_small", "duration.train=alone"], "duration.train=alone was removed; use objective=duration\n")],
+)  # fmt: skip
+def test_the_command_refuses_a_run_it_cannot_start_in_one_line_and_writes_nothing(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = train(*args, f"run_dir={tmp_path / 'run'}")
+    assert done.returncode == 2 and done.stderr.endswith(message) and done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_command_trains_the_predictor_alone_through_the_one_loop_to_its_export(tmp_path: Path) -> None:
+    done = train("+recipe=duration_small", f"run_dir={tmp_path / 'run'}", "optim.max_updates=3", "eval.every=0")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path / "run" / "export").iterdir()) == [
+        "duration.json", "duration.safetensors", "vocab.txt",
+    ]  # fmt: skip
+    assert yaml.safe_load((tmp_path / "run" / CONFIG_FILE).read_text())["objective"] == "duration"
