@@ -148,7 +148,7 @@ demo: $(STAMP) ## Train the demo recipe and a duration predictor on the shipped 
 	$(BIN)/f5lite-infer model=$(DEMO_DIR)/export ref_audio=$(DEMO_REF) duration=$(DEMO_DIR)_duration/export \
 		ref_text="The kettle started to whistle just as the phone rang." \
 		text="A small model trained on a laptop in a few minutes." \
-		output=$(DEMO_DIR)/sample.wav sample.vocoder=griffin_lim seed=0
+		output=$(DEMO_DIR)/sample.wav sample.vocoder=griffin_lim sample.seed=0
 	@echo "wrote $(DEMO_DIR)/sample.wav"
 	$(BIN)/f5lite-eval model=$(DEMO_DIR)/export testset=f5lite/demo_data/val/testset.txt output=$(DEMO_DIR)/eval \
 		duration=$(DEMO_DIR)_duration/export sample.vocoder=griffin_lim
@@ -157,7 +157,7 @@ demo: $(STAMP) ## Train the demo recipe and a duration predictor on the shipped 
 BENCH_OUT ?= scripts/results
 BENCH_ROUNDS ?= 1
 bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation and sampling speed of the mid DiT
-	$(BIN)/python scripts/ablate.py --preset mid --threads 2 --steps 3 --warmup 1 --rounds $(BENCH_ROUNDS) \
+	$(BIN)/python scripts/bench_train.py --ablate --preset mid --threads 2 --steps 3 --warmup 1 --rounds $(BENCH_ROUNDS) \
 		--out-dir $(BENCH_OUT)
 	$(BIN)/python scripts/bench_infer.py --threads 2 --batches 1 --repeats 1 --out-dir $(BENCH_OUT)
 

@@ -128,7 +128,7 @@ def eval_keys(corpus: Path, out: Path, limit: int) -> list[str]:
     voices = corpus / "test" / "voices.txt"
     cloning = [f"voices={voices}"] if voices.is_file() else []
     return [f"testset={corpus / 'test' / 'testset.txt'}", f"output={out}", "metrics=[wer,sim,mos]",
-            f"asr=pocketsphinx:{corpus / 'asr'}", "vocoder=griffin_lim", f"limit={limit}", *cloning]  # fmt: skip
+            f"asr=pocketsphinx:{corpus / 'asr'}", "sample.vocoder=griffin_lim", f"limit={limit}", *cloning]  # fmt: skip
 
 
 def evaluate(command: list[str], out: Path, threads: int = 1) -> dict[str, Any]:

@@ -299,7 +299,7 @@ def cpu_seconds(pid: int | str = "self") -> float | None:
 
 
 def start_server(model: str, voices: Path, extra: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `f5lite-serve MODEL --voices VOICES` on a free port; its process and URL once `/health` answers.
+    """Start `f5lite-serve model=MODEL --voices VOICES` on a free port; its process and URL once `/health` answers.
 
     Its output goes into `log` (an unread pipe would fill and block it).
 
@@ -311,7 +311,17 @@ def start_server(model: str, voices: Path, extra: list[str], log: Path) -> tuple
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [sys.executable, "-m", "f5lite.serve", model, "--voices", str(voices), "--port", str(port), *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "f5lite.serve",
+        f"model={model}",
+        "--voices",
+        str(voices),
+        "--port",
+        str(port),
+        *extra,
+    ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 300

@@ -110,7 +110,7 @@ def measure(kind: str, path: str, workers: int, *, batches: int, warmup: int, fr
     Raises:
         RuntimeError: the epoch ended before `warmup + batches` batches.
     """
-    from f5lite.config.schema import DataConfig
+    from f5lite.config.data import DataConfig
     from f5lite.data.loader import build_train_data
 
     load = os.getloadavg()[0]  # other work on the machine: the timings are only as good as it is idle
@@ -150,11 +150,6 @@ def measure(kind: str, path: str, workers: int, *, batches: int, warmup: int, fr
         "audio_s_per_cpu_s": audio_s / cpu if cpu > 0 else None, "load_before": load, "main_peak_rss": main_peak,
         "worker_peak_rss": [p for p in worker_peaks if p is not None],
     }  # fmt: skip
-
-
-def median_record(runs: list[dict[str, object]]) -> dict[str, object]:
-    """The round with the median batches/s, with every round's rate added as `batches_per_s_rounds`."""
-    return runner.median_record(runs, "batches_per_s")
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -251,7 +246,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                    for name, i in ids.items()]  # fmt: skip
         runs = runner.run_interleaved(configs, args.rounds, check=False, on_run=lambda run: print(
             json.dumps(run.record(**ids[run.config])), file=sys.stderr, flush=True))  # fmt: skip
-    records = [median_record([r.record(**ids[name]) for r in runs if r.config == name]) for name in ids]
+    records = [runner.median_record([r.record(**ids[n]) for r in runs if r.config == n], "batches_per_s") for n in ids]
     for record in records:
         print(json.dumps(record), flush=True)
     return {

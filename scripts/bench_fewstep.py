@@ -96,7 +96,7 @@ def evaluate(
         model = models[setting.model]
         folder = work / setting.name.replace(" ", "_")
         command = [sys.executable, "-m", "f5lite.eval", f"model={model}", f"testset={testset}", f"output={folder}"]
-        command += ["vocoder=griffinlim", f"sample.steps={setting.steps}", "device=cpu", "dtype=fp32"]
+        command += ["sample.vocoder=griffin_lim", f"sample.steps={setting.steps}", "device=cpu", "dtype=fp32"]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"bench_fewstep.py: f5lite-eval of {setting.name} failed: {done.stderr.strip()[-500:]}")

@@ -145,7 +145,7 @@ def score(arms: Sequence[Arm], work: Path, limit: int, points: int, jobs: int) -
 def floors(corpus: Path, work: Path, limit: int) -> dict[str, Any]:
     """The test set's own recordings scored as the models are: as recorded, and through log-mel and Griffin-Lim."""
     out = work / "eval" / "ground_truth"
-    keys = [k for k in eval_keys(corpus, out, limit) if not k.startswith("vocoder=")]
+    keys = [k for k in eval_keys(corpus, out, limit) if not k.startswith("sample.vocoder=")]
     command = [tool("f5lite-eval"), f"audio_dir={corpus / 'test' / 'audio'}", *keys, "floor_vocoder=griffin_lim"]
     summary = evaluate(command, out, threads=2)
     floor = {"recorded": summary["means"], "vocoded": summary.get("ground_truth_vocoded")}

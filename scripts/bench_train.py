@@ -2,11 +2,17 @@
 
     python scripts/bench_train.py --preset mid --mel-lengths 300,340,370,400 --text-lengths 72,80,85,90 \
         perf.precision=no perf.ac.mode=full
+    python scripts/bench_train.py --ablate --threads 2     # the ablation, CPU-sized (what `make bench` runs)
+    python scripts/bench_train.py --ablate --device cuda --preset base --mel-lengths ...   # dit_base on a GPU
 
 The model and every optimization come from a recipe plus `key=value` overrides, through the trainer's own set-up
 (`build_model`, `make_optimizer`, `CFM`). One JSON line is printed. Peak memory is CUDA's max allocated, or the
-process's peak RSS on a CPU (one configuration per process: `scripts/ablate.py`). MFU divides the analytic model FLOPs
-(`benchmarks.flops`) by the GPU's dense bf16 peak, or on a CPU by a measured GEMM rate.
+process's peak RSS on a CPU (one configuration per process). MFU divides the analytic model FLOPs (`benchmarks.flops`)
+by the GPU's dense bf16 peak, or on a CPU by a measured GEMM rate.
+
+`--ablate` runs the training optimizations (`CONFIGS`), each alone and stacked, against the plain baseline: every
+configuration in its own process of this script on the same batch, the rounds interleaved; `ablation_<device>.json`
+(one record per configuration, with speed-up and memory ratios), `.md` and `.png` go to `--out-dir`.
 """
 
 from __future__ import annotations
@@ -21,12 +27,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from benchmarks import results, runner
 from benchmarks.flops import model_flops_utilization, table_peak_flops, training_flops
 from benchmarks.models import DITS, F5TTS_VOCAB_SIZE, synthetic_batch
-from benchmarks.runner import int_list
 from f5lite.config import compose_config
 from f5lite.models.cfm import CFM
 from f5lite.storage.store import CheckpointStore
@@ -36,6 +43,24 @@ from f5lite.train.setup import build_model, make_optimizer
 
 PRESETS = {name: [f"model.{k}={v}" for k, v in dims.items()] for name, dims in DITS.items()} | {"base": []}
 """Model size over the recipe; `base` is the recipe's own (dit_base: F5-TTS v1 Base)."""
+PLAIN = ["perf.precision=no"]
+CONFIGS: list[tuple[str, list[str]]] = [
+    ("baseline fp32", PLAIN),
+    ("bf16 autocast", ["perf.precision=bf16"]),
+    ("compile (inductor)", [*PLAIN, "perf.compile=true"]),
+    ("AC full every block", [*PLAIN, "perf.ac.mode=full", "perf.ac.every_n=1"]),
+    ("AC full every 2nd", [*PLAIN, "perf.ac.mode=full", "perf.ac.every_n=2"]),
+    ("AC full every 4th", [*PLAIN, "perf.ac.mode=full", "perf.ac.every_n=4"]),
+    ("AC selective", [*PLAIN, "perf.ac.mode=selective"]),
+    ("compile + memory budget 0.5", [*PLAIN, "perf.compile=true", "perf.memory_budget=0.5", "model.dropout=0"]),
+    ("EMA on CPU", [*PLAIN, "ema.device=cpu"]),
+    ("sync checkpoint", [*PLAIN, "--ckpt", "sync"]),
+    ("async checkpoint", [*PLAIN, "--ckpt", "async"]),
+    ("bf16 + compile", ["perf.precision=bf16", "perf.compile=true"]),
+    ("bf16 + compile + AC every 2nd", ["perf.precision=bf16", "perf.compile=true", "perf.ac.mode=full",
+                                       "perf.ac.every_n=2"]),
+]  # fmt: skip
+"""(label, this script's options and overrides); the baseline is fp32, eager, no activation checkpointing."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -43,8 +68,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", default="dit_base", help="recipe giving the architecture (default dit_base)")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size over the recipe")
-    parser.add_argument("--mel-lengths", type=int_list(1), default=[300, 340, 370, 400])
-    parser.add_argument("--text-lengths", type=int_list(1), default=[72, 80, 85, 90])
+    parser.add_argument("--mel-lengths", type=runner.int_list(1), default=[300, 340, 370, 400])
+    parser.add_argument("--text-lengths", type=runner.int_list(1), default=[72, 80, 85, 90])
     parser.add_argument("--steps", type=int, default=5, help="timed steps")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -55,7 +80,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="time the steps by the wall clock, or by this process's CPU time (a CPU shared with "
                              "other work: fair with one thread)")  # fmt: skip
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. perf.compile=true")
+    parser.add_argument("--ablate", action="store_true", help="run every configuration of `CONFIGS` (or --only)")
+    parser.add_argument("--rounds", type=int, default=1, help="--ablate: runs of every configuration, interleaved")
+    parser.add_argument("--only", default="", help="--ablate: comma-separated labels to run (default: all)")
+    parser.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results",
+                        help="--ablate: where the results go")  # fmt: skip
+    parser.add_argument("--note", default="", help="--ablate: free text for the results table (e.g. the load)")
     args = parser.parse_args(argv)
+    wanted = {w.strip() for w in args.only.split(",") if w.strip()}
+    args.chosen = [(label, options) for label, options in CONFIGS if not wanted or label in wanted]
+    if args.rounds < 1 or args.steps < 1 or args.warmup < 0 or not args.chosen:
+        parser.error("--rounds and --steps must be at least 1, --warmup at least 0, and --only must name a "
+                     "configuration")  # fmt: skip
     if len(args.mel_lengths) != len(args.text_lengths):
         parser.error("--mel-lengths and --text-lengths need the same number of items")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -182,9 +218,77 @@ def checkpoint_stall(
             "ckpt_write_s": statistics.median(totals)}  # fmt: skip
 
 
+def markdown(records: list[dict], device: str, note: str) -> str:
+    """The table, with the machine it was measured on and the checkpoint stalls."""
+    rows = []
+    for r in records:
+        if "error" in r:
+            rows.append([r["label"], f"failed: {r['error']}", *[""] * 6])
+            continue
+        stall = f" (save stall {r['ckpt_stall_s']:.3f} s)" if "ckpt_stall_s" in r else ""
+        rows.append([f"{r['label']}{stall}", f"{r['step_s']:.3f}", f"{r['frames_per_s']:.0f}",
+                     f"{r.get('speedup', 1.0):.2f}x", f"{r['peak_memory_bytes'] / 1e9:.2f}",
+                     f"{r['saved_for_backward_bytes'] / 1e6:.0f}", f"{r.get('saved_bytes_ratio', 1.0):.2f}",
+                     f"{r['mfu'] * 100:.1f}%"])  # fmt: skip
+    head = ["configuration", "step (s)", "frames/s", "speed-up", "peak memory (GB)", "saved for backward (MB)"]
+    lines = [f"# Training ablation ({device})", "", f"Machine: {results.describe(records[0]['machine'])}. {note}", ""]
+    lines += results.table([*head, "ratio", "MFU"], rows)
+    stalls = {r.get("ckpt"): r["ckpt_stall_s"] for r in records if "ckpt_stall_s" in r}
+    if {"sync", "async"} <= stalls.keys():
+        lines += ["", f"Checkpoint stall: async {stalls['async']:.3f} s per save, sync {stalls['sync']:.3f} s "
+                  f"({stalls['async'] / stalls['sync']:.0%} of a synchronous save)."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def plot(records: list[dict], device: str, path: Path) -> None:
+    """Horizontal bars: frames/s and peak memory per configuration."""
+    plt = results.pyplot()
+    ok = [r for r in records if "error" not in r]
+    labels = [str(r["label"]) for r in ok]
+    fig, (speed, memory) = plt.subplots(1, 2, figsize=(12, 0.45 * len(ok) + 1.5), sharey=True)
+    speed.barh(labels, [r["frames_per_s"] for r in ok])
+    speed.set_xlabel("real frames / s")
+    memory.barh(labels, [r["peak_memory_bytes"] / 1e9 for r in ok], color="tab:orange")
+    memory.set_xlabel("peak memory (GB)")
+    speed.invert_yaxis()
+    fig.suptitle(f"f5lite training ablation ({device})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def ablate(args: argparse.Namespace) -> int:
+    """Run the ablation (each configuration in its own process of this script) and write the results."""
+    common = [sys.executable, str(Path(__file__).resolve()), "--device", args.device, "--preset", args.preset]
+    common += ["--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads or 0)]
+    common += ["--mel-lengths", ",".join(map(str, args.mel_lengths))]
+    common += ["--text-lengths", ",".join(map(str, args.text_lengths))]
+    configs = [runner.Config(label, [*common, "--label", label, *options]) for label, options in args.chosen]
+    runs = runner.run_interleaved(configs, args.rounds, check=False,
+                                  on_run=lambda run: print(json.dumps(run.record(label=run.config)), flush=True))  # fmt: skip
+    records: list[dict[str, Any]] = [runner.median_record([r.record(label=label) for r in runs if r.config == label],
+                                                          "step_s") for label, _ in args.chosen]  # fmt: skip
+    machine = results.flat_header(results.run_header())
+    base = next((r for r in records if r["label"] == "baseline fp32" and "error" not in r), None)
+    for record in records:
+        record["machine"] = machine
+        if base is not None and "error" not in record:
+            record["speedup"] = record["frames_per_s"] / base["frames_per_s"]
+            record["saved_bytes_ratio"] = record["saved_for_backward_bytes"] / base["saved_for_backward_bytes"]
+    note = args.note or (
+        f"Preset {args.preset}, mel lengths {args.mel_lengths}, text lengths {args.text_lengths}, {args.threads} "
+        f"threads, median of {args.steps} steps after {args.warmup} warm-up, median of {args.rounds} interleaved "
+        "round(s)."
+    )
+    results.write_results(args.out_dir / f"ablation_{args.device}.json", records, markdown(records, args.device, note),
+                          plot=lambda path: plot(records, args.device, path))  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one configuration and print its JSON line."""
+    """Run one configuration and print its JSON line (with `--ablate`: the ablation, its results written)."""
     args = parse_args(argv)
+    if args.ablate:
+        return ablate(args)
     try:
         result = run(args)
     except ValueError as err:

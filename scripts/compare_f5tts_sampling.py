@@ -77,6 +77,12 @@ def configurations(*, f5tts: bool = True, compiled: bool = False) -> list[Config
     return configs + ([Config("f5lite", p, True, True) for p in ("fp32", "bf16")] if compiled else [])
 
 
+def every_config() -> dict[str, Config]:
+    """Every configuration of every suite by its name (a worker's `--worker NAME`)."""
+    every = configurations(compiled=True) + defaults_configurations() + fewstep_configurations()
+    return {c.name: c for c in every}
+
+
 REFERENCE = Config("f5lite", "fp32", steps=DEFAULT_STEPS)
 """The output every path of `--defaults` and `--fewstep` is compared with: f5lite's 32 steps in fp32, eager."""
 
@@ -138,22 +144,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device here")
     if args.worker is not None:
-        every = configurations(compiled=True) + defaults_configurations() + fewstep_configurations()
         shape = Shape(args.batch, args.ref_seconds, args.seconds, args.tiny, args.device)
-        config = next(c for c in every if c.name == args.worker)
-        print(json.dumps(run_worker(config, shape, args.reps, args.threads, args.save)))
+        print(json.dumps(run_worker(every_config()[args.worker], shape, args.reps, args.threads, args.save)))
         return 0
     if not args.f5lite_only and importlib.util.find_spec("f5_tts") is None:
         parser.error("F5-TTS is not importable (No module named 'f5_tts'); see benchmarks/f5tts.py")
     f5tts_version = None if args.f5lite_only else importlib.metadata.version("f5-tts")
     batches = [int(b) for b in args.batches.split(",")]
     suite = "fewstep" if args.fewstep else "defaults" if args.defaults else None
-    if args.fewstep:
-        configs = fewstep_configurations(f5tts=not args.f5lite_only)
-    elif args.defaults:
-        configs = defaults_configurations(f5tts=not args.f5lite_only)
-    else:
-        configs = configurations(f5tts=not args.f5lite_only, compiled=args.compiled)
+    suites = {"fewstep": fewstep_configurations, "defaults": defaults_configurations}
+    f5tts = not args.f5lite_only
+    configs = suites[suite](f5tts=f5tts) if suite else configurations(f5tts=f5tts, compiled=args.compiled)
     times: dict[int, dict[str, list[float]]] = {b: {c.name: [] for c in configs} for b in batches}
     first: dict[int, dict[str, list[float]]] = {b: {c.name: [] for c in configs} for b in batches}
     rss: dict[int, dict[str, float]] = {b: {} for b in batches}
@@ -175,16 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         except runner.ChildFailedError as err:
             print(f"{err.run.stderr[-3000:]}compare_f5tts_sampling.py: {err}", file=sys.stderr)
             return 1
-        if suite:
-            diffs = {b: differences_to_reference(Path(tmp), b, configs, args) for b in batches}
-        else:
-            diffs = {b: output_differences(Path(tmp), b, configs) for b in batches}
-    if suite:
-        result = summarize_defaults(times, first, rss, diffs, args, f5tts_version)
-        text, stem = markdown_defaults(result), f"f5tts_sampling_{suite}_{args.device}"
-    else:
-        result, stem = summarize(times, rss, diffs, args, f5tts_version), f"f5tts_sampling_{args.device}"
-        text = markdown(result)
+        diffs = {b: differences(Path(tmp), b, configs, args, suite) for b in batches}
+    result = summarize(times, first, rss, diffs, args, f5tts_version, suite)
+    text, stem = markdown(result), f"f5tts_sampling_{suite}_{args.device}" if suite else f"f5tts_sampling_{args.device}"
     print(json.dumps(result, indent=1))
     if args.out_dir:
         results.write_results(args.out_dir / f"{stem}.json", result, text)
@@ -295,51 +289,30 @@ def run_worker(config: Config, shape: Shape, reps: int, threads: int, save: Path
     return record
 
 
-def output_differences(tmp: Path, batch: int, configs: list[Config]) -> dict[str, float]:
-    """Max (and mean) |f5lite 7 EPSS - F5-TTS 7 EPSS| per precision, from the saved outputs.
-
-    In bf16 the two differ by design: F5-TTS's ODE state and time grid are bf16, f5lite's stay fp32.
-    """
-    diffs: dict[str, float] = {}
-    for precision in ("fp32", "bf16"):
-        theirs, ours = Config("F5-TTS", precision), Config("f5lite", precision)
-        if theirs in configs and ours in configs:
-            a, b = (torch.load(tmp / f"{batch}-{c.name}.pt", weights_only=True) for c in (theirs, ours))
-            diffs |= {precision: float((a - b).abs().max()), f"{precision} mean": float((a - b).abs().mean())}
-    return diffs
-
-
 def _document(args: argparse.Namespace, f5tts_version: str | None, **fields: Any) -> dict[str, Any]:
     header = results.run_header()
     header["versions"]["f5-tts"] = f5tts_version  # None: F5-TTS did not run (installed or not)
     return {**header, "threads": args.threads, "rounds": args.rounds, "reps_per_process": args.reps, **fields}
 
 
-def summarize(times: dict[int, dict[str, list[float]]], rss: dict[int, dict[str, float]],
-              diffs: dict[int, dict[str, float]], args: argparse.Namespace, f5tts_version: str | None) -> dict[str, Any]:  # fmt: skip
-    """The result object: environment, medians, ratios at equal precision, the two targets per batch."""
-    per_batch = {}
-    for batch, by_name in times.items():
-        medians = {name: statistics.median(ts) for name, ts in by_name.items()}
-        per_batch[str(batch)] = {
-            "median_s": {k: round(v, 3) for k, v in medians.items()}, "ratio_to_f5tts_same_precision": ratios(medians),
-            "targets": targets(medians), "peak_rss_gb": rss[batch], "max_abs_diff_f5lite_vs_f5tts_7_epss": diffs[batch],
-            "runs_s": by_name,
-        }  # fmt: skip
-    return _document(args, f5tts_version, steps=STEPS,
-                     seconds={"reference": args.ref_seconds, "generated_longest": args.seconds},
-                     model="TINY_DIT (test only)" if args.tiny else "MID_DIT",
-                     precision="bf16 = bf16 weights on both sides (model.to(torch.bfloat16)), no autocast",
-                     batches=per_batch)  # fmt: skip
+def base_of(config: Config, suite: str | None) -> Config:
+    """The configuration `config` is compared with: F5-TTS at its defaults in `--defaults` and `--fewstep`, else
+    F5-TTS's 7 EPSS at the same precision."""
+    return Config("F5-TTS", "fp32", steps=DEFAULT_STEPS) if suite else Config("F5-TTS", config.precision)
 
 
-def ratios(medians: dict[str, float]) -> dict[str, float]:
-    """Every f5lite median over F5-TTS's 7 EPSS median at the same precision."""
-    out = {}
-    for name, seconds in medians.items():
-        base = medians.get(Config("F5-TTS", "bf16" if ", bf16" in name else "fp32").name)
-        if base and not name.startswith("F5-TTS"):
-            out[name] = round(seconds / base, 3)
+def differences(tmp: Path, batch: int, configs: list[Config], args: argparse.Namespace, suite: str | None) -> dict:
+    """Max and mean |output - its reference| over the generated frames, from the saved outputs.
+
+    The reference is f5lite's 32 steps in fp32 in `--defaults` and `--fewstep`, else F5-TTS's 7 EPSS at the same
+    precision (in bf16 the two differ by design: F5-TTS's ODE state and time grid are bf16, f5lite's stay fp32).
+    """
+    n_ref, out = round(args.ref_seconds * FRAMES_PER_SECOND), {}
+    for config in configs:
+        reference = REFERENCE if suite else base_of(config, suite)
+        if reference in configs and config != reference:
+            a, b = (torch.load(tmp / f"{batch}-{c.name}.pt", weights_only=True)[:, n_ref:] for c in (config, reference))
+            out[config.name] = {"max": float((a - b).abs().max()), "mean": float((a - b).abs().mean())}
     return out
 
 
@@ -362,86 +335,56 @@ def targets(medians: dict[str, float]) -> dict[str, Any]:
     return out
 
 
-def markdown(result: dict[str, Any]) -> str:
-    """The result as Markdown: one table per batch size, then the targets."""
-    lines = [
-        "# Sampling: f5lite against F5-TTS, same weights, equal precision", "",
-        f"{results.describe(result)}; {result['threads']} threads; {result['model']}, {result['steps']} EPSS steps, "
-        f"cfg 2, sway -1; {result['seconds']['reference']} s reference + up to {result['seconds']['generated_longest']} "
-        f"s generated; every configuration in its own process, {result['rounds']} interleaved rounds x "
-        f"{result['reps_per_process']} timed call(s), medians. {result['precision']}.",
-    ]  # fmt: skip
-    for batch, data in result["batches"].items():
-        rows = []
-        for name, seconds in data["median_s"].items():
-            ratio = data["ratio_to_f5tts_same_precision"].get(name, 1.0 if name.startswith("F5-TTS") else None)
-            shown = "" if ratio is None else f"{ratio:.2f}x"
-            rows.append([name, f"{seconds:.3f}", shown, f"{data['peak_rss_gb'].get(name, 0):.2f}"])
-        head = ["configuration", "seconds", "vs F5-TTS 7 EPSS, same precision", "peak RSS GB"]
-        lines += ["", f"## Batch {batch}", "", *results.table(head, rows, " rrr"), ""]
-        for label, target in data["targets"].items():
-            extra = f" ({target['f5lite']} / {target['F5-TTS']})" if "f5lite" in target else ""
-            verdict = "met" if target["met"] else "not met"
-            lines.append(f"- {label}{extra}: {target['ratio']:.2f}x, target <= {target['target']}x: {verdict}")
-        for precision, diff in data["max_abs_diff_f5lite_vs_f5tts_7_epss"].items():
-            stat = "mean" if precision.endswith(" mean") else "max"
-            lines.append(f"- {stat} |f5lite - F5-TTS|, 7 EPSS, {precision.removesuffix(' mean')}: {diff:.2g}")
-    return "\n".join(lines) + "\n"
-
-
-def differences_to_reference(tmp: Path, batch: int, configs: list[Config], args: argparse.Namespace) -> dict:
-    """Max and mean |path - f5lite 32 steps fp32| over the generated frames (the reference frames are the reference)."""
-    n_ref = round(args.ref_seconds * FRAMES_PER_SECOND)
-    reference = torch.load(tmp / f"{batch}-{REFERENCE.name}.pt", weights_only=True)[:, n_ref:]
-    out = {}
-    for config in configs:
-        diff = (torch.load(tmp / f"{batch}-{config.name}.pt", weights_only=True)[:, n_ref:] - reference).abs()
-        out[config.name] = {"max": float(diff.max()), "mean": float(diff.mean())}
-    return out
-
-
-def summarize_defaults(times: dict[int, dict[str, list[float]]], first: dict[int, dict[str, list[float]]],
-                       rss: dict[int, dict[str, float]], diffs: dict[int, dict[str, dict[str, float]]],
-                       args: argparse.Namespace, f5tts_version: str | None) -> dict[str, Any]:  # fmt: skip
-    """The `--defaults` result: medians, ratios to F5-TTS at its defaults, RTF, compile cost, mel differences."""
+def summarize(times: dict[int, dict[str, list[float]]], first: dict[int, dict[str, list[float]]],
+              rss: dict[int, dict[str, float]], diffs: dict[int, dict[str, dict[str, float]]],
+              args: argparse.Namespace, f5tts_version: str | None, suite: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """The result: medians, ratios to each one's base (`base_of`), RTF, first calls, mel differences, targets."""
     per_batch = {}
+    names = every_config()
     for batch, by_name in times.items():
         medians = {name: statistics.median(ts) for name, ts in by_name.items()}
-        base = medians.get(Config("F5-TTS", "fp32", steps=DEFAULT_STEPS).name)
+        bases = {k: medians.get(base_of(names[k], suite).name) for k in medians}
         generated = batch * args.seconds  # the longest; a padded batch generates less, so this RTF is a lower bound
         per_batch[str(batch)] = {
             "median_s": {k: round(v, 3) for k, v in medians.items()},
-            "ratio_to_f5tts_defaults": {k: round(v / base, 3) for k, v in medians.items()} if base else {},
+            "ratio_to_base": {k: round(v / base, 3) for k, v in medians.items() if (base := bases[k])},
             "rtf": {k: round(v / generated, 4) for k, v in medians.items()},
             "first_call_s": {name: round(statistics.median(ts), 3) for name, ts in first[batch].items() if ts},
-            "mel_diff_to_f5lite_32_fp32": diffs[batch], "peak_rss_gb": rss[batch], "runs_s": by_name,
+            "mel_diff": diffs[batch], "peak_rss_gb": rss[batch], "runs_s": by_name,
+            **({} if suite else {"targets": targets(medians)}),
         }  # fmt: skip
-    return _document(args, f5tts_version, seconds={"reference": args.ref_seconds, "generated_longest": args.seconds},
-                     model="TINY_DIT (test only)" if args.tiny else "MID_DIT",
+    return _document(args, f5tts_version, suite=suite, seconds={"reference": args.ref_seconds,
+                     "generated_longest": args.seconds}, model="TINY_DIT (test only)" if args.tiny else "MID_DIT",
                      settings="cfg 2, sway -1; 32 steps: uniform grid; 7 EPSS: F5-TTS's EPSS table; CFG-Zero*: 1 "
-                     "zero-init step + optimized scale", batches=per_batch)  # fmt: skip
+                     "zero-init step + optimized scale; bf16 = bf16 weights on both sides, no autocast",
+                     batches=per_batch)  # fmt: skip
 
 
-def markdown_defaults(result: dict[str, Any]) -> str:
-    """The `--defaults` result as Markdown: one table per batch size."""
+def markdown(result: dict[str, Any]) -> str:
+    """The result as Markdown: one table per batch size, then the targets (without `--defaults` or `--fewstep`)."""
+    base = "F5-TTS at its defaults" if result.get("suite") else "F5-TTS 7 EPSS, same precision"
+    reference = "f5lite's own 32-step fp32 output" if result.get("suite") else "F5-TTS's output at the same precision"
     lines = [
-        "# Sampling: f5lite's paths against F5-TTS at its defaults, same weights", "",
+        f"# Sampling: f5lite against F5-TTS ({result.get('suite') or 'equal precision'}), same weights", "",
         f"{results.describe(result)}; {result['threads']} threads; {result['model']}; {result['settings']}; "
         f"{result['seconds']['reference']} s reference + up to {result['seconds']['generated_longest']} s generated; "
         f"every configuration in its own process, {result['rounds']} interleaved rounds x {result['reps_per_process']} "
         "timed call(s), medians. First call: the warm-up (1 step eager; the full call with compilation when compiled). "
-        "Mel difference: over the generated frames, against f5lite's own 32-step fp32 output (log-mel units).",
+        f"Mel difference: over the generated frames, against {reference} (log-mel units).",
     ]  # fmt: skip
-    head = ["configuration", "seconds", "vs F5-TTS at its defaults", "RTF", "first call s",
-            "max / mean mel diff to f5lite 32 fp32", "peak RSS GB"]  # fmt: skip
+    head = ["configuration", "seconds", f"vs {base}", "RTF", "first call s", "max / mean mel diff", "peak RSS GB"]
     for batch, data in result["batches"].items():
         rows = []
         for name, seconds in data["median_s"].items():
-            ratio, diff = data["ratio_to_f5tts_defaults"].get(name), data["mel_diff_to_f5lite_32_fp32"].get(name, {})
+            ratio, diff = data["ratio_to_base"].get(name), data["mel_diff"].get(name, {})
             rows.append([name, f"{seconds:.3f}", "" if ratio is None else f"{ratio:.2f}x", f"{data['rtf'][name]:.3f}",
                          f"{data['first_call_s'].get(name, 0):.2f}", f"{diff['max']:.3g} / {diff['mean']:.3g}" if diff else "",
                          f"{data['peak_rss_gb'].get(name, 0):.2f}"])  # fmt: skip
         lines += ["", f"## Batch {batch}", "", *results.table(head, rows, " rrrrrr")]
+        for label, target in data.get("targets", {}).items():
+            extra = f" ({target['f5lite']} / {target['F5-TTS']})" if "f5lite" in target else ""
+            verdict = "met" if target["met"] else "not met"
+            lines.append(f"- {label}{extra}: {target['ratio']:.2f}x, target <= {target['target']}x: {verdict}")
     return "\n".join(lines) + "\n"
 
 

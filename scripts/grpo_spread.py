@@ -3,7 +3,7 @@
     python scripts/grpo_spread.py --start runs/speak_cpu/export --corpus runs/speak_corpus_ipa --prompts 6
 
 On the same prompts of `grpo.prompts`, two kinds of group are scored: `independent` takes differ only in their start
-(the ODE sampler at `grpo.steps`, no guidance, a seed per take: the spread no step can be credited with), `window`
+(the ODE sampler at `grpo.sample.steps`, no guidance, a seed per take: the spread no step can be credited with), `window`
 takes are GRPO's own rollouts with `grpo.likelihood=sde` (the spread its loss sees). For each: the mean WER, the mean
 best-of-group WER, and the mean within-group spread of the WER and of the reward. Float32, on the CPU.
 """
@@ -11,7 +11,6 @@ best-of-group WER, and the mean within-group spread of the WER and of the reward
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import tempfile
@@ -23,16 +22,14 @@ import torch
 
 from f5lite.config import compose_config
 from f5lite.infer.plan import Piece
-from f5lite.sampling.options import SamplerOptions
 from f5lite.train import Trainer
 from f5lite.train.grpo import Grpo
 
 
-def independent(grpo: Grpo, piece: Piece, sample: SamplerOptions, seed: int) -> torch.Tensor:
+def independent(grpo: Grpo, piece: Piece, seed: int) -> torch.Tensor:
     """Reward terms `[group, terms]` of takes of `piece` that differ only in their start."""
     s = grpo.settings
-    options = dataclasses.replace(sample, steps=s.steps, cfg_strength=s.cfg_strength)
-    waves = [grpo.synthesizer.generate([piece], options, seed=seed * 1_000 + j)[0] for j in range(s.group)]
+    waves = [grpo.synthesizer.generate([piece], grpo.options, seed=seed * 1_000 + j)[0] for j in range(s.group)]
     return grpo.rewards.terms(waves, [piece.text] * s.group, [piece.reference.wave] * s.group)
 
 
@@ -68,12 +65,12 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     started = time.perf_counter()
     with torch.no_grad():
         for i in picks:
-            kinds["independent"].append(independent(grpo, grpo.pieces[i], cfg.sample.sampler_options(), args.seed))
+            kinds["independent"].append(independent(grpo, grpo.pieces[i], args.seed))
             kinds["window"].append(grpo.rollout([grpo.pieces[i]], generator).terms)
             print(f"grpo_spread: prompt {i} scored ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     s = grpo.settings
     return {
-        "start": str(args.start), "prompts": picks, "group": s.group, "steps": s.steps, "train_steps": s.train_steps,
+        "start": str(args.start), "prompts": picks, "group": s.group, "steps": s.sample.steps, "train_steps": s.train_steps,
         "noise_level": s.noise_level, "seed": args.seed, **{k: summary(v, grpo) for k, v in kinds.items()},
     }  # fmt: skip
 

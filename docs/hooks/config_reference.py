@@ -14,7 +14,6 @@ from typing import Any
 
 import yaml
 
-from f5lite.audio.vocoder import VOCODER_SPELLINGS
 from f5lite.config import compose
 from f5lite.config.model import MODEL_SCHEMAS
 from f5lite.config.reference import ConfigKey, ConfigSection, config_reference, config_sections
@@ -23,7 +22,7 @@ from f5lite.paths import config_roots
 SCHEMAS: dict[str, dict[str, Any]] = {
     "training": {
         "title": "Training configuration",
-        "path": "f5lite.config.schema.TrainConfig",
+        "path": "f5lite.config.train_run.TrainConfig",
         "command": "python -m f5lite.train +recipe=NAME key=value ...",
         "primary": "configs/train.yaml",
     },
@@ -46,11 +45,9 @@ PAGE_DIR = "reference/config"
 """Where the generated pages go, relative to `docs/`."""
 
 
-def aliases(name: str) -> dict[str, str]:
-    """Other spellings the command line accepts for keys of page `name` (they are not schema fields)."""
-    if name == "training":
-        return dict(compose.KEY_ALIASES)
-    return dict(compose.SAMPLE_ALIASES)
+def command_line_names(name: str) -> dict[str, str]:
+    """The keys of page `name` whose command-line name is not their field's (`ckpt.async`), by the field's key."""
+    return dict(compose.COMMAND_LINE_NAMES) if name == "training" else {}
 
 
 def load_schema(name: str) -> type:
@@ -211,10 +208,9 @@ def render_page(name: str) -> str:
         "written as YAML writes them (`null` is Python's None).",
         "",
     ]
-    spelled = [f"`{alias}` for `{key}`" for alias, key in aliases(name).items()]
-    if name != "training":  # the tools' argument parsing (`split_tool_args`) also maps a vocoder's other spellings
-        spelled += [f"`vocoder={other}` for `{value}`" for other, value in VOCODER_SPELLINGS.items()]
-    lines += [f"Also accepted on the command line: {', '.join(spelled)}.", ""]
+    named = [f"`{given}` is `{key}`" for given, key in command_line_names(name).items()]
+    if named:  # `async` is a Python keyword, which no field can be named
+        lines += [f"On the command line {', '.join(named)} (a Python keyword cannot name a field).", ""]
     skip: set[str] = set()
     if name == "training":
         configs, recipes = config_roots()

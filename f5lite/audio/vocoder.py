@@ -33,11 +33,12 @@ from f5lite.audio.mel import (
 )
 
 VOCODER_NAMES = ("vocos", "griffin_lim")
-VOCODER_SPELLINGS = {"griffinlim": "griffin_lim"}
-"""Other spellings users type for a vocoder name (F5-TTS's CLI says `griffinlim`), and the name they mean."""
+REMOVED_VOCODER_NAMES = {"griffinlim": "griffin_lim"}
+"""Vocoder names of earlier versions (F5-TTS's CLI says `griffinlim`), by the name to write: refused, naming it."""
 DEFAULT_VOCOS_REPO = "charactr/vocos-mel-24khz"
 VOCOS_CONFIG_FILE = "config.yaml"
 VOCOS_WEIGHTS_FILE = "pytorch_model.bin"
+
 
 VOCOS_PARTS: dict[str, dict[str, type[nn.Module]]] = {
     "feature_extractor": {"vocos.feature_extractors.MelSpectrogramFeatures": MelSpectrogramFeatures},
@@ -236,6 +237,20 @@ class GriffinLimVocoder(Vocoder):
         return F.pad(wave, (offset, 0))
 
 
+def refuse_removed_vocoder_name(key: str, name: object) -> None:
+    """Refuse a vocoder name spelled as an earlier version did (`griffinlim`).
+
+    Args:
+        key: the setting's name, as the user gave it (`sample.vocoder`, `vocoder`, `floor_vocoder`).
+        name: its value.
+
+    Raises:
+        ValueError: one line naming the setting and the name to write.
+    """
+    if isinstance(name, str) and name in REMOVED_VOCODER_NAMES:
+        raise ValueError(f"{key}={name} is no longer accepted; write {key}={REMOVED_VOCODER_NAMES[name]}")
+
+
 def load_vocoder(
     name: str, source: str | os.PathLike[str] | None = None, device: str | torch.device = "cpu"
 ) -> Vocoder:
@@ -251,6 +266,7 @@ def load_vocoder(
         ValueError: unknown `name`, or a `source` given for "griffin_lim".
         FileNotFoundError, OSError: see `VocosVocoder.from_pretrained`.
     """
+    refuse_removed_vocoder_name("vocoder", name)
     vocoder: Vocoder
     if name == "vocos":
         vocoder = VocosVocoder.from_pretrained(DEFAULT_VOCOS_REPO if source is None else source)

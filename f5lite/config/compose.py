@@ -17,28 +17,74 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from f5lite.audio.vocoder import VOCODER_SPELLINGS
-from f5lite.config.schema import TrainConfig
+from f5lite.audio.vocoder import REMOVED_VOCODER_NAMES
 from f5lite.config.store import register_configs
-from f5lite.config.structured import open_structured
+from f5lite.config.structured import check_sampler_sections, open_structured
+from f5lite.config.train_run import TrainConfig
 from f5lite.paths import config_roots
 
-KEY_ALIASES = {"ckpt.async": "ckpt.async_save", "teacher": "distill.teacher"}
-"""Spellings the training command line accepts: for fields whose real name cannot be a Python identifier, and the
-distillation's teacher (`+recipe=distill teacher=DIR`)."""
+COMMAND_LINE_NAMES = {"ckpt.async": "ckpt.async_save"}
+"""Training keys whose field cannot carry the name the command line gives them: `async` is a Python keyword, which no
+dataclass field can be named, so the field of `ckpt.async` is `async_save` (either name sets it)."""
+
+REMOVED_KEYS = {
+    "teacher": "distill.teacher",
+    "grpo.steps": "grpo.sample.steps",
+    "grpo.cfg_strength": "grpo.sample.cfg_strength",
+    "distill.student_steps": "distill.sample.steps",
+    "distill.student_guidance": "distill.sample.cfg_strength",
+}
+"""Training keys of earlier versions, by the key that replaced them: refused in one line naming it."""
+
+REMOVED_TOOL_KEYS = {"seed": "sample.seed", "vocoder": "sample.vocoder", "vocoder_path": "sample.vocoder_source"}
+"""The tools' short spellings of sampler keys in earlier versions (`f5lite-infer`, `f5lite-eval`, `f5lite-serve`,
+`f5lite-studio`), by the key that replaced them: refused in one line naming it."""
 
 T = TypeVar("T")
 
 
-SAMPLE_ALIASES = {"seed": "sample.seed", "vocoder": "sample.vocoder", "vocoder_path": "sample.vocoder_source"}
-"""The tools' short spellings of sampler-section keys (`f5lite-infer`, `f5lite-eval`)."""
+def refuse_removed_keys(args: Sequence[str], removed: Mapping[str, str]) -> None:
+    """Refuse an argument that spells its key as an earlier version did.
+
+    Args:
+        args: `key=value` arguments or Hydra overrides (`+key=value` and `~key` too).
+        removed: the removed keys, by the key to write instead.
+
+    Raises:
+        ValueError: one line naming the argument and how to write it now (its value too, for a vocoder name of an
+            earlier version).
+    """
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        bare = key.lstrip("+~")
+        if bare in removed:
+            new = REMOVED_VOCODER_NAMES.get(value, value) if removed[bare] == "sample.vocoder" else value
+            raise ValueError(f"{bare}{sep}{value} is no longer accepted; write {removed[bare]}{sep}{new}")
+
+
+def refuse_removed_flags(argv: Sequence[str], removed: Mapping[str, str]) -> None:
+    """Refuse a flag that a tool took in earlier versions and now takes as a `key=value` argument.
+
+    Args:
+        argv: the command line, e.g. ``["model=m", "--device", "cpu"]``.
+        removed: the removed flags (`--device`), by the key to write instead (`device`).
+
+    Raises:
+        ValueError: one line naming the flag and how to write it now.
+    """
+    for i, arg in enumerate(argv):
+        flag, sep, value = arg.partition("=")
+        if flag in removed:
+            given = value if sep else (argv[i + 1] if i + 1 < len(argv) else "VALUE")
+            shown = f"{flag}{sep}{value}" if sep else f"{flag} {given}".rstrip()
+            raise ValueError(f"{shown} is no longer accepted; write {removed[flag]}={given}")
 
 
 def split_tool_args(args: Sequence[str], literal_keys: set[str]) -> tuple[list[str], dict[str, str]]:
     """Split a tool's `key=value` arguments into Hydra overrides and values set verbatim.
 
-    Short spellings (`SAMPLE_ALIASES`) become their keys and other spellings of a vocoder name its name; the keys
-    in `literal_keys` (free text and paths) bypass Hydra's override grammar.
+    The keys in `literal_keys` (free text and paths) bypass Hydra's override grammar; a removed spelling of a key
+    (`REMOVED_TOOL_KEYS`) is refused.
 
     Args:
         args: the command-line arguments.
@@ -46,14 +92,15 @@ def split_tool_args(args: Sequence[str], literal_keys: set[str]) -> tuple[list[s
 
     Returns:
         The overrides for `compose_structured`, and its `literals`.
+
+    Raises:
+        ValueError: a removed spelling, in one line naming the key to write.
     """
+    refuse_removed_keys(args, REMOVED_TOOL_KEYS)
     overrides: list[str] = []
     literals: dict[str, str] = {}
     for arg in args:
         key, sep, value = arg.partition("=")
-        key = SAMPLE_ALIASES.get(key, key)
-        if key == "sample.vocoder":
-            value = VOCODER_SPELLINGS.get(value, value)
         if sep and key in literal_keys:
             literals[key] = value
         else:
@@ -80,11 +127,12 @@ def compose_config(
         The config as dataclass objects (`model` is a `DiTConfig`, `MMDiTConfig` or `UNetTConfig`).
 
     Raises:
-        ValueError: An unknown group option or recipe, an unknown key, a value of the wrong type, or a value the
-            schema rejects. The message is one line and names the key.
+        ValueError: An unknown group option or recipe, an unknown key, a value of the wrong type, a value the
+            schema rejects, or a key spelled as an earlier version did. The message is one line and names the key.
     """
+    refuse_removed_keys(overrides, REMOVED_KEYS)
     cfg = compose_structured(
-        overrides,
+        [_command_line_name(o) for o in overrides],
         config_name=config_name,
         configs_dir=configs_dir,
         recipes_dir=recipes_dir,
@@ -151,12 +199,12 @@ def compose_structured(
     default_configs, default_recipes = config_roots()
     configs_dir = (configs_dir or default_configs).resolve()
     recipes = register_configs((recipes_dir or default_recipes).resolve())
-    overrides = [_apply_alias(o) for o in overrides]
     try:
         with initialize_config_dir(config_dir=str(configs_dir), version_base="1.3"):
             dcfg = compose(config_name=config_name, overrides=list(overrides))
         for key, value in (literals or {}).items():
             OmegaConf.update(dcfg, key, value, merge=False)
+        check_sampler_sections(dcfg)
         cfg = OmegaConf.to_object(dcfg)
         unknown = _unknown_keys(OmegaConf.to_container(dcfg), OmegaConf.to_container(OmegaConf.structured(cfg)))
     except MissingConfigException as err:
@@ -182,11 +230,12 @@ def config_to_yaml(cfg: TrainConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(cfg))
 
 
-def _apply_alias(override: str) -> str:
+def _command_line_name(override: str) -> str:
+    """The override with a key's command-line name (`COMMAND_LINE_NAMES`) made its field's."""
     key, sep, value = override.partition("=")
     prefix = key[: len(key) - len(key.lstrip("+~"))]
     bare = key[len(prefix) :]
-    return f"{prefix}{KEY_ALIASES.get(bare, bare)}{sep}{value}"
+    return f"{prefix}{COMMAND_LINE_NAMES.get(bare, bare)}{sep}{value}"
 
 
 def _unknown_keys(composed: Any, typed: Any, prefix: str = "") -> list[str]:

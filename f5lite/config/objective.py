@@ -67,18 +67,32 @@ def check_readers(objective: str, settings: dict[str, Any], defaults: dict[str, 
             raise ValueError(f"{key}={settings[key]!r} is read only with {wanted}, not with objective={objective}")
 
 
-def upgrade_stored(raw: dict[str, Any]) -> dict[str, Any]:
-    """A run directory's frozen config from before `objective` existed, with its objective named.
+STORED_SAMPLER_KEYS = {"grpo": {"steps": "steps", "cfg_strength": "cfg_strength"},
+                       "distill": {"student_steps": "steps", "student_guidance": "cfg_strength"}}  # fmt: skip
+"""Sampler keys of earlier versions' `grpo` and `distill` sections, by their key in the section's `sample`."""
 
-    Such a run said how it trained by which settings it had: `distill.teacher`, `grpo.prompts`, or
-    `duration.train=alone|grpo`. A config that names its objective is returned as it is.
+
+def upgrade_stored(raw: dict[str, Any]) -> dict[str, Any]:
+    """A run directory's frozen config from an earlier version, in today's keys.
+
+    A run from before `objective` existed said how it trained by which settings it had: `distill.teacher`,
+    `grpo.prompts`, or `duration.train=alone|grpo`; its objective is named. The `grpo` and `distill` sections' sampler
+    keys move into their `sample` sections, with the run's `sample.schedule` and `sample.sway` that they used then.
 
     Args:
         raw: the config as read from `RUN_DIR/config.yaml` (plain containers).
 
     Returns:
-        The same config with `objective` set.
+        The config as today's schema reads it.
     """
+    raw = dict(raw)
+    for section, keys in STORED_SAMPLER_KEYS.items():
+        old = dict(raw.get(section) or {})
+        if not keys.keys() & old.keys():
+            continue
+        grid = {key: (raw.get("sample") or {})[key] for key in ("schedule", "sway") if key in (raw.get("sample") or {})}
+        nested = {**grid, **{new: old.pop(key) for key, new in keys.items() if key in old}}
+        raw[section] = {**old, "sample": nested}
     if "objective" in raw:
         return raw
     duration = dict(raw.get("duration") or {})

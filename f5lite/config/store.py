@@ -14,8 +14,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from f5lite.config.model import MODEL_SCHEMAS
-from f5lite.config.schema import TrainConfig
 from f5lite.config.structured import open_structured
+from f5lite.config.train_run import TrainConfig
 from f5lite.paths import DEMO_RESOLVER, demo_dir
 
 

@@ -1,10 +1,15 @@
-"""Config nodes from the schemas, open to merges even where a section is a frozen dataclass."""
+"""Config nodes from the schemas: open to merges, and checked by key where a section nests the sampler's settings.
+
+OmegaConf makes a frozen dataclass's node read-only; `grpo.sample` and `distill.sample` are `SamplerOptions`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
+
+from f5lite.sampling.options import SamplerOptions
 
 
 def open_structured(schema: Any) -> DictConfig:
@@ -31,3 +36,29 @@ def _open(node: DictConfig) -> None:
         child = node._get_node(key)
         if isinstance(child, DictConfig):
             _open(child)
+
+
+def check_sampler_sections(node: DictConfig, prefix: str = "") -> None:
+    """Build every nested `SamplerOptions` section of a merged config once, so that an error names its whole key.
+
+    The sampler's own messages name the field only (`steps=0 is not valid; ...`), which is ambiguous where its
+    settings are nested in several sections (`grpo.sample`, `distill.sample`).
+
+    Args:
+        node: the merged config.
+        prefix: the key of `node`, with a trailing dot ("" at the top).
+
+    Raises:
+        ValueError: `grpo.sample.steps=0 is not valid; ...`.
+    """
+    for key in node:
+        child, name = node._get_node(key), str(key)
+        if not isinstance(child, DictConfig):
+            continue
+        if OmegaConf.get_type(child) is SamplerOptions:
+            try:
+                SamplerOptions(**cast(dict[str, Any], OmegaConf.to_container(child, resolve=True)))
+            except ValueError as err:
+                raise ValueError(f"{prefix}{name}.{err}") from None
+        else:
+            check_sampler_sections(child, f"{prefix}{name}.")

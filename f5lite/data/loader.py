@@ -16,7 +16,7 @@ import torch
 from lhotse import CutSet
 from torch.utils.data import DataLoader
 
-from f5lite.config.schema import DataConfig
+from f5lite.config.data import DataConfig
 from f5lite.data.batching import CutBatchSampler
 from f5lite.data.collate import Batch
 from f5lite.data.data_sources import DataSource, open_source

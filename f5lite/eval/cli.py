@@ -7,7 +7,7 @@ Usage:
 Examples:
   f5lite-eval model=runs/my_run testset=data/my_set/val.lst output=eval/my_run sample.steps=16
   f5lite-eval model=F5TTS_v1_Base/model_1250000.safetensors recipe=dit_base vocab=F5TTS_v1_Base/vocab.txt \\
-      vocoder_path=vocos-mel-24khz/ testset=seedtts_testset/en/meta.lst output=eval/v1_base \\
+      sample.vocoder_source=vocos-mel-24khz/ testset=seedtts_testset/en/meta.lst output=eval/v1_base \\
       asr=whisper:whisper-large-v3/ speaker=wavlm:wavlm-base-plus-sv/
   f5lite-eval audio_dir=seedtts_testset/en/wavs testset=seedtts_testset/en/meta.lst output=eval/ground_truth
 
@@ -30,18 +30,17 @@ Keys (configs/eval.yaml, schema f5lite/eval/config.py):
   lang          en (default) or zh
   limit         evaluate only the first N rows
   report_items  how many items, worst first, report.html embeds audio and mels for (default 20)
-  seed          base seed (default 0): each row's seed is derived from it and the row's id
-  vocoder       vocos (default) or griffinlim (no weights); vocoder_path: a local Vocos directory or hub id
   device        auto (default), cpu, cuda, cuda:N; dtype: fp32 (default), bf16, fp16
   cross_fade    seconds of cross-fade between chunks (default 0.15); compile: true compiles the model
   duration      auto (default: the model's duration predictor if it has one, else the byte-ratio rule), rule, or a
                 predictor directory; rows with gt_audio report both estimates' relative error against its length
   floor_vocoder the vocoded floor: the ground truth made a log-mel and decoded by this vocoder, then scored: auto
                 (default: the model's vocoder; none with audio_dir), none, griffin_lim, vocos
-  sample.*      the sampler's settings, listed below (e.g. sample.steps=7 sample.cfg_strength=0)
+  sample.*      the sampler's settings, listed below (e.g. sample.steps=7 sample.vocoder=griffin_lim); sample.seed
+                is the base seed (default 0): each row's seed is derived from it and the row's id
 
-Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, voices, mos, duration and vocoder_path are
-taken verbatim.
+Values of model, recipe, vocab, audio_dir, testset, output, asr, speaker, voices, mos, duration and
+sample.vocoder_source are taken verbatim.
 Every input is checked before the first row is synthesized; a bad one prints one line and exits with status 2.
 """
 

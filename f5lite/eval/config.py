@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from f5lite.config.checks import check_at_least, check_choice
-from f5lite.config.schema import SampleConfig
+from f5lite.config.sample import SampleConfig
 from f5lite.eval.floors import floor_vocoder_name
 from f5lite.infer.config import DEVICE_PATTERN, check_duration_setting
 from f5lite.metrics.items import LANGUAGES, METRIC_NAMES, MetricSettings

@@ -13,24 +13,24 @@ import torch
 from torch import Tensor
 
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_vocoder, log_mel
-from f5lite.audio.vocoder import VOCODER_SPELLINGS, GriffinLimVocoder, VocosVocoder
+from f5lite.audio.vocoder import GriffinLimVocoder, VocosVocoder, refuse_removed_vocoder_name
 
 FLOOR_VOCODERS = ("auto", "none", "griffin_lim", "vocos")
-"""The values of `floor_vocoder` (`griffinlim` is read as `griffin_lim`)."""
+"""The values of `floor_vocoder`."""
 VOCODED_DIR = "gt_vocoded"
 """The folder of an output directory that holds each row's vocoded ground truth, `<id>.wav`."""
 
 
 def floor_vocoder_name(setting: str) -> str:
-    """`setting` with its other spellings made canonical (`griffinlim` -> `griffin_lim`).
+    """`setting`, checked to be one of `FLOOR_VOCODERS`.
 
     Raises:
-        ValueError: it is not one of `FLOOR_VOCODERS`.
+        ValueError: it is not, or it is a removed spelling (`griffinlim`), in one line naming the key.
     """
-    name = VOCODER_SPELLINGS.get(setting, setting)
-    if name not in FLOOR_VOCODERS:
+    refuse_removed_vocoder_name("floor_vocoder", setting)
+    if setting not in FLOOR_VOCODERS:
         raise ValueError(f"floor_vocoder={setting!r} is not valid; choose one of: {', '.join(FLOOR_VOCODERS)}")
-    return name
+    return setting
 
 
 def planned_floor_vocoder(setting: str, model_vocoder: str | None) -> str | None:
@@ -48,7 +48,7 @@ def planned_floor_vocoder(setting: str, model_vocoder: str | None) -> str | None
     """
     name = floor_vocoder_name(setting)
     if name == "auto":
-        name = VOCODER_SPELLINGS.get(model_vocoder, model_vocoder) if model_vocoder is not None else "none"
+        name = model_vocoder if model_vocoder is not None else "none"
     return None if name == "none" else name
 
 

@@ -7,7 +7,7 @@ Examples:
   f5lite-infer model=exports/my_model ref_audio=ref.wav ref_text="Some call me nature." \\
       text="Hello there. How are you?" output=out.wav sample.steps=7 sample.cfg_zero_init_steps=1
   f5lite-infer model=F5TTS_v1_Base/model_1250000.safetensors recipe=dit_base vocab=F5TTS_v1_Base/vocab.txt \\
-      vocoder=vocos vocoder_path=vocos-mel-24khz/ ref_audio=ref.wav ref_text="..." text_file=story.txt
+      sample.vocoder_source=vocos-mel-24khz/ ref_audio=ref.wav ref_text="..." text_file=story.txt
 
 Keys (configs/infer.yaml, schema f5lite/infer/config.py):
   model         an f5lite export directory, or an official F5-TTS .safetensors/.pt (with recipe= and vocab=)
@@ -16,8 +16,6 @@ Keys (configs/infer.yaml, schema f5lite/infer/config.py):
   ref_audio     reference clip; ref_text: its transcript (required)
   text          text to speak, or text_file=PATH
   output        output audio file (default output.wav)
-  vocoder       vocos (default) or griffinlim (no weights); vocoder_path: a local Vocos directory or hub id
-  seed          noise seed (default: random)
   device        auto (default), cpu, cuda, cuda:N
   dtype         auto (default: bf16 where the CPU/GPU has native bf16, else fp32), fp32, bf16, fp16
   compile       auto (default: when the text plans enough backbone calls), true, false
@@ -26,10 +24,10 @@ Keys (configs/infer.yaml, schema f5lite/infer/config.py):
   duration      what sizes the speech: auto (default: the model's duration predictor if it has one, else the
                 byte-ratio rule), rule, or a predictor directory (e.g. runs/duration_small/export)
   seconds       seconds of speech to generate instead of an estimate (the reference excluded)
-  sample.*      the sampler's settings, listed below (e.g. sample.steps=7 sample.cfg_strength=0)
+  sample.*      the sampler's settings, listed below (e.g. sample.steps=7 sample.seed=1 sample.vocoder=griffin_lim)
 
-Values of model, recipe, vocab, ref_audio, ref_text, text, text_file, output, duration and vocoder_path are taken
-verbatim (no Hydra quoting needed for commas or quotes). A bad input prints one line and exits with status 2.
+Values of model, recipe, vocab, ref_audio, ref_text, text, text_file, output, duration and sample.vocoder_source are
+taken verbatim (no Hydra quoting needed for commas or quotes). A bad input prints one line and exits with status 2.
 The path chosen for this machine (dtype, compile, threads) is printed in one line on stderr.
 """
 
@@ -100,13 +98,7 @@ def run(cfg: InferConfig) -> Path:
         str(cfg.model),
         vocoder=sample.vocoder,
         vocoder_source=sample.vocoder_source if sample.vocoder == "vocos" else None,
-        recipe=cfg.recipe,
-        vocab=cfg.vocab,
-        device=cfg.device,
-        dtype=cfg.dtype,
-        compile=cfg.compile,
-        duration=cfg.duration,
-        threads=cfg.threads,
+        **cfg.load_options(),
     )
     sys.stderr.write(synthesizer.path.describe() + "\n")
     compiled_before = synthesizer.path.compile

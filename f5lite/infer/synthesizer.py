@@ -19,14 +19,13 @@ import logging
 import math
 import os
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, load_vocoder, restore_rms, samples_for_frames
-from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, VOCODER_SPELLINGS, GriffinLimVocoder
+from f5lite.audio.vocoder import DEFAULT_VOCOS_REPO, GriffinLimVocoder, refuse_removed_vocoder_name
 from f5lite.infer.auto import DTYPE_AUTO, InferPath, apply_threads, choose_path
 from f5lite.infer.chunking import MAX_SECONDS, max_chunk_bytes, split_text
 from f5lite.infer.config import EMPTY_REF_TEXT
@@ -46,7 +45,7 @@ from f5lite.infer.reference import Reference, make_reference
 from f5lite.models import apply_inference_compile
 from f5lite.models.dtypes import WEIGHT_DTYPES
 from f5lite.sampling import SamplerOptions, fixed_duration, sample
-from f5lite.sampling.options import backbone_calls, merge_legacy_keywords
+from f5lite.sampling.options import backbone_calls
 from f5lite.text import TextEncoder
 
 logger = logging.getLogger(__name__)
@@ -110,7 +109,7 @@ class Synthesizer:
         Args:
             path_or_dir: an f5lite export directory, or an official F5-TTS `.safetensors` / `.pt` (then give
                 `recipe` and `vocab`).
-            vocoder: `vocos`, `griffin_lim` (also spelled `griffinlim`; no weights, metallic) or a `Vocoder`.
+            vocoder: `vocos`, `griffin_lim` (no weights, metallic) or a `Vocoder`.
             vocoder_source: Vocos weights: a local directory (`config.yaml` + `pytorch_model.bin`) or a hub id;
                 default `charactr/vocos-mel-24khz`. Only for `vocos`.
             recipe: architecture of a checkpoint file, e.g. `dit_base` (F5-TTS v1 Base), `unett_base` (E2-TTS).
@@ -220,13 +219,16 @@ class Synthesizer:
             )
         )
 
-    def generate(self, pieces: Sequence[Piece], options: SamplerOptions, *, seed: int | None = None) -> list[Tensor]:
+    def generate(
+        self, pieces: Sequence[Piece], options: SamplerOptions, *, seed: int | None = None, noise: Tensor | None = None
+    ) -> list[Tensor]:
         """Make several pieces in one sampler call (each with its own reference, text and length).
 
         Args:
             pieces: what to make (a batch).
             options: the sampler settings (`options.speed` is not used: it is in the pieces' frames).
             seed: noise seed, the same for every piece (F5-TTS's rule); None draws from the global RNG.
+            noise: the sampler's start `[b, N, d]` instead (`f5lite.sample`'s `noise`; the duration RL draws its own).
 
         Returns:
             Each piece's waveform `[piece.samples]` (float32, CPU), at its reference's loudness.
@@ -235,7 +237,8 @@ class Synthesizer:
             ValueError: no pieces.
         """
         cond, ids, durations, lens = self.inputs(pieces)
-        return self.decode(sample(self.backbone, cond, ids, durations, options, lens=lens, seed=seed), pieces)
+        mel = sample(self.backbone, cond, ids, durations, options, lens=lens, noise=noise, seed=seed)
+        return self.decode(mel, pieces)
 
     def inputs(self, pieces: Sequence[Piece]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The sampler's inputs for a batch of pieces (what `generate` samples from).
@@ -320,7 +323,6 @@ class Synthesizer:
         cross_fade: float = DEFAULT_CROSS_FADE,
         progress: bool = False,
         seconds: float | None = None,
-        **legacy: Any,
     ) -> tuple[Tensor, int]:
         """Speak `text` in the voice of the reference clip: `reference`, `plan`, then `stream` joined.
 
@@ -336,18 +338,18 @@ class Synthesizer:
             seconds: seconds of speech to generate (the reference excluded), whatever the predictor or rule says;
                 a long text's chunks share it in proportion to their estimated lengths. `options.speed` does not
                 change it. None: estimated (see `self.duration`).
-            **legacy: deprecated: the settings as keywords (`steps`, `method`, `schedule`, `sway_sampling_coef`,
-                `cfg_strength`, `cfg_zero_init_steps`, `cfg_zero_star`, `speed`), applied over `options` with a
-                `DeprecationWarning`.
 
         Returns:
             The waveform `[samples]` (float32, CPU) and its sample rate.
 
         Raises:
             ValueError: empty text or reference transcript, an unreadable or too long reference, a bad setting.
-            TypeError: a keyword that is no sampler setting, or `options` that is not a `SamplerOptions`.
+            TypeError: `options` that is not a `SamplerOptions`.
         """
-        options = merge_legacy_keywords(options, legacy, "synthesize")
+        if options is None:
+            options = SamplerOptions()
+        elif not isinstance(options, SamplerOptions):
+            raise TypeError(f"synthesize() options must be a SamplerOptions or None, got {type(options).__name__}")
         if not text.strip():
             raise ValueError("text is empty: there is nothing to say")
         if cross_fade < 0:
@@ -382,13 +384,13 @@ def _share(ref_frames: int, totals: list[int], seconds: float) -> list[int]:
 
 
 def _build_vocoder(name: str, source: str | os.PathLike[str] | None, mel_type: str, device: torch.device) -> Vocoder:
-    name = VOCODER_SPELLINGS.get(name, name)
+    refuse_removed_vocoder_name("vocoder", name)
     if name == "griffin_lim":
         if source is not None:
-            raise ValueError("vocoder_path is for vocos; griffinlim has no weights")
+            raise ValueError("vocoder_source is for vocos; griffin_lim has no weights")
         return GriffinLimVocoder(mel_kind=mel_type).to(device).eval()
     if mel_type != "vocos":
-        raise ValueError(f"this model makes {mel_type!r} mels, which Vocos cannot decode: use vocoder=griffinlim")
+        raise ValueError(f"this model makes {mel_type!r} mels, which Vocos cannot decode: use vocoder=griffin_lim")
     return load_vocoder(name, DEFAULT_VOCOS_REPO if source is None else source, device)
 
 

@@ -2,7 +2,7 @@
 
 f5lite's DiT, MMDiT and UNetT (`f5lite.models`) subclass it, and so does a distilled student
 (`f5lite.models.distill.StudentBackbone`); they inherit the docstrings below instead of repeating them. The sampler,
-the guided velocity (`f5lite.sampling.guidance.guided_field`) and the distillation target type against it.
+the velocity (`f5lite.sampling.guidance.velocity_field`) and the distillation target type against it.
 
 It lives here, in `sampling`, and not in `models`: the sampler is a layer below the networks (`models` may import
 `sampling`, never the reverse), so the contract the sampler samples from has to be where the sampler can import it,

@@ -1,11 +1,12 @@
 """The flow-distillation target: where a guided teacher gets in two Euler steps, as the velocity of one step.
 
 For a state `x` at flow time `t`, a step size `d` and a guidance scale `w` (each per sample), the teacher takes two
-Euler steps of `d / 2` with the sampler's guided velocity (`f5lite.sampling.guidance.guided_field`: F5-TTS's
+Euler steps of `d / 2` with the sampler's velocity (`f5lite.sampling.guidance.velocity_field`: F5-TTS's
 classifier-free guidance `v = v_cond + w (v_cond - v_uncond)`, the unconditional pass dropping audio and text,
-batched with the conditional one) and reaches `x_end`. The student, which takes one step of `d` with `w` as an input,
-is trained towards `(x_end - x) / d` (ZipVoice-Distill's stage-one target; stage two puts an average of the student
-in the teacher's place).
+batched with the conditional one) through the sampler's stepping loop (`f5lite.sampling.ode.solve`, each sample on
+its own grid) and reaches `x_end`. The student, which takes one step of `d` with `w` as an input, is trained towards
+`(x_end - x) / d` (ZipVoice-Distill's stage-one target; stage two puts an average of the student in the teacher's
+place, which then steps as a student does).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import torch
 from torch import Tensor
 
 from f5lite.sampling.backbone import Backbone
-from f5lite.sampling.guidance import guided_field
-from f5lite.sampling.ode import VelocityField
+from f5lite.sampling.guidance import velocity_field
+from f5lite.sampling.ode import solve
 
 
 @torch.no_grad()
@@ -33,7 +34,7 @@ def two_step_target(
 
     Args:
         teacher: a flow model (`DiT`, `MMDiT`, `UNetT`), guided by a second pass; or a distilled student, then
-            unguided: it takes `step` and `guidance` itself.
+            unguided: it takes the step size and `guidance` itself.
         x: state `[b, n, mel]` at `time`.
         cond: audio condition `[b, n, mel]`, zero where generated.
         text: ids `[b, nt]` padded with -1.
@@ -45,29 +46,6 @@ def two_step_target(
     Returns:
         `(x_end - x) / d`, `[b, n, mel]` in `x`'s dtype.
     """
-    half = (step / 2).view(-1, 1, 1).to(x.dtype)
-    if teacher.distilled:
-        velocity = _student_field(teacher, cond, text, mask, step / 2, guidance)
-    else:
-        velocity = guided_field(teacher, cond, text, mask, guidance)
-    middle = x + half * velocity(time, x)
-    end = middle + half * velocity(time + step / 2, middle)
+    grid = torch.stack((time, time + step / 2, time + step))  # [3, b]: each sample's own two half steps
+    end = solve(velocity_field(teacher, cond, text, mask, guidance), x, grid, "euler")
     return (end - x) / step.view(-1, 1, 1).to(x.dtype)
-
-
-def _student_field(
-    student: Backbone, cond: Tensor, text: Tensor, mask: Tensor | None, step: Tensor, guidance: Tensor
-) -> VelocityField:
-    """A distilled student's velocity for steps of `step` `[b]` at `guidance` `[b]`, as a function of `(t, x)`."""
-    dtype = next(student.parameters()).dtype
-    cond_in = cond.to(dtype)
-    text_embed = student.embed_text(text, cond.shape[1], mask, False)
-
-    def velocity(t: Tensor, x: Tensor) -> Tensor:
-        v = student(
-            x.to(dtype), cond_in, text, t.to(dtype), mask, False, False, text_embed=text_embed, step=step,
-            guidance=guidance,
-        )  # fmt: skip
-        return v.to(x.dtype)
-
-    return velocity

@@ -1,4 +1,4 @@
-"""Classifier-free guidance in F5-TTS's convention, and CFG-Zero*'s optimized scale.
+"""`velocity_field`, the one velocity of a backbone: conditional, guided (F5-TTS's CFG, CFG-Zero*) or a student's.
 
 F5-TTS guides with `v = v_c + cfg * (v_c - v_u)`, which is the usual `v_u + w (v_c - v_u)` with `w = 1 + cfg`.
 CFG-Zero* (arXiv 2503.18886) rescales the unconditional velocity by the per-sample least-squares factor
@@ -6,9 +6,11 @@ CFG-Zero* (arXiv 2503.18886) rescales the unconditional velocity by the per-samp
 `v_c + cfg * (v_c - s* v_u)`, so `s* = 1` is exactly plain CFG. (The public F5-TTS patch plugs `cfg` in as `w`,
 which weakens guidance from w = 3 to w = 2 at the default strength: the reason for this module's tests.)
 
-`guided_field` is the guided velocity of a backbone as the sampler evaluates it, with the unconditional pass batched
-with the conditional one; the sampler integrates it, and the distillation target (`f5lite.sampling.distill`) takes
-two steps of it, so that a student learns what the sampler computes.
+`velocity_field` is a backbone's velocity as the sampler evaluates it: a flow model's guided one, with the
+unconditional pass batched with the conditional one (or the conditional pass alone without guidance), and a distilled
+student's, which takes the step size and the guidance as inputs and makes no second pass. The sampler steps it
+(`f5lite.sampling.ode.solve`), GRPO's rollouts and losses are its (`f5lite.train.grpo`), and the distillation target
+(`f5lite.sampling.distill`) takes two steps of it, so that what is trained is what the sampler computes.
 
 Shapes: b batch, n frames, d mel channels, nt text ids.
 """
@@ -68,7 +70,7 @@ def guided_velocity(
     return v_cond + (v_cond - v_uncond) * cfg_strength
 
 
-def guided_field(
+def velocity_field(
     model: Backbone,
     cond: Tensor,
     text: Tensor,
@@ -76,25 +78,34 @@ def guided_field(
     cfg_strength: float | Tensor,
     zero_star: bool = False,
 ) -> VelocityField:
-    """The guided velocity of a flow model as a function of `(t, x)`, with the text conditioning computed once.
+    """A backbone's velocity as a function of `(t, x, dt)`, with the text conditioning computed once.
 
-    Each evaluation is one backbone call of batch `2b`, rows `[0, b)` conditional and `[b, 2b)` unconditional (audio
-    and text dropped), combined by `guided_velocity`; a number `cfg_strength` of 0 makes one conditional call of
-    batch `b` instead. The model's inputs are cast to the dtype of its parameters, the velocities are combined in
-    the model's output dtype, and the result is cast to the state's dtype.
+    A flow model is guided: each evaluation is one backbone call of batch `2b`, rows `[0, b)` conditional and
+    `[b, 2b)` unconditional (audio and text dropped), combined by `guided_velocity`; a number `cfg_strength` of 0
+    makes one conditional call of batch `b` instead. A distilled student makes one call of batch `b`, told the step
+    size `dt` and `cfg_strength` as its guidance. The model's inputs are cast to the dtype of its parameters, the
+    velocities are combined in the model's output dtype, and the result is cast to the state's dtype.
 
     Args:
-        model: a flow model (not a distilled student: it is guided by its own input).
+        model: a flow model, or a distilled student (`model.distilled`).
         cond: audio condition `[b, n, d]`, zero where generated.
         text: ids `[b, nt]` padded with -1.
         mask: `[b, n]` bool, True = real frame, or None (then no mask is passed to the model).
-        cfg_strength: guidance strength `cfg` (F5-TTS's): one number, or one per sample `[b]`.
+        cfg_strength: guidance strength `cfg` (F5-TTS's; a student's guidance input): one number, or one per sample
+            `[b]`.
         zero_star: CFG-Zero*: the unconditional velocity rescaled by `optimized_scale` over the frames of `mask`.
 
     Returns:
-        `field(t, x)`: the flow time `t` (0-d, or `[b]` per sample) and the state `x` `[b, n, d]` to the guided
-        velocity `[b, n, d]` in `x`'s dtype.
+        `field(t, x, dt)`: the flow time `t` (0-d, or `[b]` per sample), the state `x` `[b, n, d]` and the step size
+        `dt` (like `t`; a student's field needs it) to the velocity `[b, n, d]` in `x`'s dtype.
+
+    Raises:
+        ValueError: CFG-Zero* asked of a student, which makes no unconditional pass.
     """
+    if model.distilled:
+        if zero_star:
+            raise ValueError("cfg_zero_star=true needs an unconditional pass, which a distilled model does not make")
+        return _student_field(model, cond, text, mask, cfg_strength)
     if not isinstance(cfg_strength, Tensor) and cfg_strength == 0:
         return _conditional_field(model, cond, text, mask)
     dtype = next(model.parameters()).dtype
@@ -106,7 +117,7 @@ def guided_field(
     mask2 = None if mask is None else mask.repeat(2, 1)
     text_embed2 = model.embed_text(text2, cond.shape[1], mask2, drop)
 
-    def guided(t: Tensor, x: Tensor) -> Tensor:
+    def guided(t: Tensor, x: Tensor, dt: Tensor | None = None) -> Tensor:
         t2 = t.to(dtype) if t.dim() == 0 else t.to(dtype).repeat(2)
         v = model(x.to(dtype).repeat(2, 1, 1), cond2, text2, t2, mask2, drop, drop, text_embed=text_embed2)
         v_cond, v_uncond = v[:b], v[b:]
@@ -117,13 +128,33 @@ def guided_field(
 
 
 def _conditional_field(model: Backbone, cond: Tensor, text: Tensor, mask: Tensor | None) -> VelocityField:
-    """`guided_field` without guidance: one conditional call of batch `b` per evaluation."""
+    """`velocity_field` without guidance: one conditional call of batch `b` per evaluation."""
     dtype = next(model.parameters()).dtype
     cond_in = cond.to(dtype)
     text_embed = model.embed_text(text, cond.shape[1], mask, False)
 
-    def conditional(t: Tensor, x: Tensor) -> Tensor:
+    def conditional(t: Tensor, x: Tensor, dt: Tensor | None = None) -> Tensor:
         v = model(x.to(dtype), cond_in, text, t.to(dtype), mask, False, False, text_embed=text_embed)
         return v.to(x.dtype)
 
     return conditional
+
+
+def _student_field(
+    student: Backbone, cond: Tensor, text: Tensor, mask: Tensor | None, guidance: float | Tensor
+) -> VelocityField:
+    """A distilled student's velocity: one call per evaluation, told the step size and the guidance."""
+    dtype = next(student.parameters()).dtype
+    cond_in = cond.to(dtype)
+    text_embed = student.embed_text(text, cond.shape[1], mask, False)
+
+    def student_velocity(t: Tensor, x: Tensor, dt: Tensor | None = None) -> Tensor:
+        if dt is None:
+            raise ValueError("a distilled model's velocity is that of one step: give the step size dt")
+        v = student(
+            x.to(dtype), cond_in, text, t.to(dtype), mask, False, False, text_embed=text_embed, step=dt,
+            guidance=guidance,
+        )  # fmt: skip
+        return v.to(x.dtype)
+
+    return student_velocity

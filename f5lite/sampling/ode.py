@@ -1,51 +1,110 @@
-"""Fixed-grid ODE solvers (Euler, midpoint) that keep only the current state.
+"""`solve`: the one stepping loop. The sampler, the RL rollouts and the distillation target all step through it.
 
-F5-TTS integrates with `torchdiffeq.odeint`, which returns the whole trajectory (steps + 1 copies of the state);
-these loops hold one state (plus the midpoint's half step) whatever the number of steps, and take the same steps
-as torchdiffeq's fixed-grid `euler` and `midpoint` methods.
+Every step goes from grid point `t` to the next, `t + dt`, and is one of three kinds:
+- **Euler**: `x + dt f(t, x)`.
+- **Midpoint**: `x + dt f(t + dt/2, x + dt/2 f(t, x))`, second order, two evaluations.
+- **The SDE's Euler-Maruyama step** (`f5lite.sampling.sde`): a Gaussian around the drift, for online RL. It is taken
+  on the steps of a window at the start of the grid when a noise level is given.
+
+The fixed-grid steps are torchdiffeq's `euler` and `midpoint` (which F5-TTS integrates with), but only the current
+state is held: `odeint` keeps steps + 1 copies of it. The field is told each step's size, because a distilled student
+(`f5lite.models.distill`) takes it as an input; a flow model's field ignores it. A grid may give every sample its own
+times (`[k + 1, b]`): the distillation target steps each training sample from its own time.
+
+Shapes: b batch, k steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
+import torch
 from torch import Tensor
+
+from f5lite.sampling.sde import step_mean_std
 
 METHODS = ("euler", "midpoint")
 """Accepted solver names."""
 
-VelocityField = Callable[[Tensor, Tensor], Tensor]
-"""`field(t, x) -> dx/dt`: a 0-d time and a state, returning a tensor shaped like the state."""
+
+class VelocityField(Protocol):
+    """`field(t, x, dt) -> dx/dt`: the velocity at time `t` of state `x`, for a step of size `dt`.
+
+    `t` and `dt` are 0-d, or `[b]` per sample. `dt` matters only to a distilled student, whose velocity is that of one
+    step of its size; a flow model's field may be called without it. The result is shaped like `x`, in its dtype.
+    """
+
+    def __call__(self, t: Tensor, x: Tensor, dt: Tensor | None = None) -> Tensor:
+        """The velocity `[b, n, d]` (see the class)."""
+        ...
 
 
-def integrate(field: VelocityField, x: Tensor, t: Tensor, method: str = "euler") -> Tensor:
-    """Solve `dx/dt = field(t, x)` from `t[0]` to `t[-1]` through the points of `t`.
-
-    Euler takes `x + dt f(t0, x)`; midpoint takes `x + dt f(t0 + dt/2, x + dt/2 f(t0, x))` (second order, two
-    evaluations per step).
+def solve(
+    field: VelocityField,
+    x: Tensor,
+    grid: Tensor,
+    method: str = "euler",
+    *,
+    noise_level: float = 0.0,
+    stochastic_steps: int | None = None,
+    generator: torch.Generator | None = None,
+    trajectory: bool = False,
+) -> Tensor:
+    """Step `dx/dt = field(t, x)` from `grid[0]` to `grid[-1]` through the points of `grid`.
 
     Args:
         field: the velocity field.
-        x: state at `t[0]`, any shape.
-        t: time grid `[k + 1]` for `k` steps (k = 0 returns `x` unchanged).
-        method: `euler` or `midpoint`.
+        x: the state at `grid[0]`, batch first (`[b, n, d]` for mels).
+        grid: times `[k + 1]` shared by the batch, or `[k + 1, b]`, one column per sample. `k = 0` returns `x`.
+        method: `euler` or `midpoint`, the ODE's steps.
+        noise_level: `a` of the SDE's noise scale `a (1 - t)` (`f5lite.sampling.sde`); 0 solves the ODE.
+        stochastic_steps: with `noise_level > 0`, the first this many steps are the SDE's and the rest the ODE's, so
+            that all the randomness of a sample after its start lies in that window; None: every step is the SDE's.
+        generator: the SDE's draws' generator, on `x`'s device; None draws from the global one.
+        trajectory: return every state, not only the last.
 
     Returns:
-        The state at `t[-1]`, shaped like `x`.
+        The state at `grid[-1]`, shaped like `x`; with `trajectory`, the states `[k + 1, *x.shape]`, the start first.
 
     Raises:
-        ValueError: unknown method, or `t` is not 1-D.
+        ValueError: an unknown method, or a grid that is neither `[k + 1]` nor `[k + 1, b]`.
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not valid; choose one of: {', '.join(METHODS)}")
-    if t.dim() != 1:
-        raise ValueError(f"the time grid must be 1-D, got shape {tuple(t.shape)}")
-    for i in range(t.shape[0] - 1):
-        t0 = t[i]
-        dt = t[i + 1] - t0
-        if method == "euler":
-            x = x + dt * field(t0, x)
+    if grid.dim() not in (1, 2) or (grid.dim() == 2 and grid.shape[1] != x.shape[0]):
+        raise ValueError(f"the time grid must be [k + 1] or [k + 1, {x.shape[0]}], got shape {tuple(grid.shape)}")
+    states = [x]
+    for i in range(grid.shape[0] - 1):
+        t, dt = grid[i], grid[i + 1] - grid[i]
+        if noise_level > 0 and (stochastic_steps is None or i < stochastic_steps):
+            x = _sde_step(field, x, t, dt, noise_level, generator)
         else:
-            half = 0.5 * dt
-            x = x + dt * field(t0 + half, x + half * field(t0, x))
-    return x
+            x = _ode_step(field, x, t, dt, method)
+        if trajectory:
+            states.append(x)
+    return torch.stack(states) if trajectory else x
+
+
+def _ode_step(field: VelocityField, x: Tensor, t: Tensor, dt: Tensor, method: str) -> Tensor:
+    """One Euler or midpoint step of the ODE."""
+    span = _per_sample(dt, x)
+    if method == "euler":
+        return x + span * field(t, x, dt)
+    half = 0.5 * dt
+    return x + span * field(t + half, x + _per_sample(half, x) * field(t, x, half), dt)
+
+
+def _sde_step(
+    field: VelocityField, x: Tensor, t: Tensor, dt: Tensor, noise_level: float, generator: torch.Generator | None
+) -> Tensor:
+    """One Euler-Maruyama step of the SDE: a draw around its mean (`f5lite.sampling.sde.step_mean_std`)."""
+    t_x, dt_x = _per_sample(t, x), _per_sample(dt, x)
+    mean, std = step_mean_std(x, field(t, x, dt), t_x, dt_x, noise_level)
+    return mean + std * torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=generator)
+
+
+def _per_sample(value: Tensor, x: Tensor) -> Tensor:
+    """A 0-d time as it is; a `[b]` one shaped to broadcast over `x`'s sample dimensions, in `x`'s dtype."""
+    if value.dim() == 0:
+        return value
+    return value.view(-1, *([1] * (x.dim() - 1))).to(x.dtype)

@@ -8,10 +8,7 @@ the training-sample logger and the benchmarks. The seed is not an option: it is 
 from __future__ import annotations
 
 import dataclasses
-import warnings
-from collections.abc import Collection
 from dataclasses import dataclass, fields
-from typing import Any
 
 from f5lite.sampling.ode import METHODS
 from f5lite.sampling.schedules import EPSS_TABLES, SCHEDULES
@@ -19,31 +16,28 @@ from f5lite.sampling.schedules import EPSS_TABLES, SCHEDULES
 
 @dataclass(frozen=True)
 class SamplerOptions:
-    """How to solve the flow ODE and guide it.
-
-    Attributes:
-        steps: ODE steps (each one backbone call, two with `method="midpoint"`, none for CFG-Zero*'s zero-init
-            steps).
-        method: `euler` or `midpoint`.
-        schedule: time grid: `auto` (an EPSS table where one exists, as F5-TTS does), `uniform` or `epss`.
-        sway: sway sampling coefficient (F5-TTS uses -1); None or 0 turns it off.
-        cfg_strength: classifier-free guidance strength, `v_c + cfg (v_c - v_u)`; 0 runs only the conditional pass.
-        cfg_zero_init_steps: CFG-Zero*: the first N steps have zero velocity and call nothing.
-        cfg_zero_star: CFG-Zero*: scale the unconditional velocity by the per-sample optimized factor.
-        speed: speaking speed factor of the duration estimate (2.0 gives half as many generated frames).
+    """How to solve the flow ODE and guide it: the `sample.*`, `grpo.sample.*` and `distill.sample.*` sections too.
 
     Raises:
         ValueError: a value out of range, one line starting with the field's name (`steps=0 is not valid; ...`).
     """
 
     steps: int = 32
+    """ODE steps (each one backbone call, two with `method="midpoint"`, none for CFG-Zero*'s zero-init steps)."""
     method: str = "euler"
+    """`euler` or `midpoint`."""
     schedule: str = "auto"
+    """Time grid: `auto` (an EPSS table where one exists, as F5-TTS does), `uniform` or `epss`."""
     sway: float | None = -1.0
+    """Sway sampling coefficient (F5-TTS uses -1); None or 0 turns it off."""
     cfg_strength: float = 2.0
+    """Classifier-free guidance strength, `v_c + cfg (v_c - v_u)`; 0 runs only the conditional pass."""
     cfg_zero_init_steps: int = 0
+    """CFG-Zero*: the first N steps have zero velocity and call nothing."""
     cfg_zero_star: bool = False
+    """CFG-Zero*: scale the unconditional velocity by the per-sample optimized factor."""
     speed: float = 1.0
+    """Speaking speed factor of the duration estimate (2.0 gives half as many generated frames)."""
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -72,55 +66,6 @@ class SamplerOptions:
 
 OPTION_NAMES = tuple(f.name for f in fields(SamplerOptions))
 """The sampler settings, in declaration order (the `sample.*` keys of the configs that are not per call)."""
-
-LEGACY_KEYWORDS = {**{name: name for name in OPTION_NAMES}, "sway_sampling_coef": "sway"}
-"""Keyword arguments that `sample` and `Synthesizer.synthesize` took before `SamplerOptions`, to the option each
-one sets (`sway_sampling_coef` is now `sway`)."""
-
-
-def merge_legacy_keywords(
-    options: SamplerOptions | None,
-    legacy: dict[str, Any],
-    caller: str,
-    *,
-    accepted: Collection[str] | None = None,
-) -> SamplerOptions:
-    """Fold old-style keyword settings into `options`, with a `DeprecationWarning` naming the new spelling.
-
-    The warning is attributed to the caller of `caller` (two frames up), so call this directly from the public
-    function, not through a decorator or helper.
-
-    Args:
-        options: the options given, or None for the defaults.
-        legacy: keyword arguments the caller received besides its own.
-        caller: the function's name, for messages.
-        accepted: the old keywords `caller` took (default: all of `LEGACY_KEYWORDS`); any other is refused.
-
-    Returns:
-        The options with the keywords applied (validated again, so a bad combination raises `ValueError`).
-
-    Raises:
-        TypeError: `options` is not a `SamplerOptions`, or a keyword is no sampler setting of `caller`.
-        ValueError: a keyword's value is out of range (see `SamplerOptions`).
-    """
-    if options is not None and not isinstance(options, SamplerOptions):
-        raise TypeError(f"{caller}() options must be a SamplerOptions or None, got {type(options).__name__}")
-    base = options if options is not None else SamplerOptions()
-    if not legacy:
-        return base
-    known = LEGACY_KEYWORDS.keys() if accepted is None else set(accepted) & LEGACY_KEYWORDS.keys()
-    unknown = sorted(set(legacy) - known)
-    if unknown:
-        raise TypeError(f"{caller}() got unexpected keyword arguments: {', '.join(unknown)}")
-    changes = {LEGACY_KEYWORDS[key]: value for key, value in legacy.items()}
-    given = ", ".join(f"{key}=..." for key in legacy)
-    spelled = ", ".join(f"{key}={value!r}" for key, value in changes.items())
-    warnings.warn(
-        f"{caller}({given}) is deprecated; pass options=SamplerOptions({spelled})",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return dataclasses.replace(base, **changes)
 
 
 def with_model_defaults(model: object, options: SamplerOptions) -> SamplerOptions:

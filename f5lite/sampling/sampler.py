@@ -5,11 +5,14 @@ Shapes: b batch, n_ref reference frames, nt text ids, N generated frames (the lo
 What matches F5-TTS exactly: the duration bound, per-sample seeded noise, time grids, the Euler/midpoint steps, CFG
 with the unconditional pass batched with the conditional one, the batch-1 "no mask" rule and the reference-region
 overwrite. What is ours: the text conditioning is computed once per call instead of once per step (held by the
-call's velocity field, `f5lite.sampling.guidance.guided_field`, not by the backbone, so concurrent calls and
-`copy.deepcopy` of the backbone are safe), only the current ODE state is kept, and CFG-Zero* (zero-init by step
-index, optimized scale per sample over valid frames). The settings come in one validated `SamplerOptions`, so
-`sample` checks only its tensors. The backbone is a `Backbone` (`f5lite.sampling.backbone`); a distilled student is
-stepped once per step with its step size and guidance as inputs.
+call's velocity field, `f5lite.sampling.guidance.velocity_field`, not by the backbone, so concurrent calls and
+`copy.deepcopy` of the backbone are safe), only the current ODE state is kept (`f5lite.sampling.ode.solve`), and
+CFG-Zero* (zero-init by step index, optimized scale per sample over valid frames). The settings come in one
+validated `SamplerOptions`, so `sample` checks only its tensors. The backbone is a `Backbone`
+(`f5lite.sampling.backbone`); a distilled student is stepped once per step with its step size and guidance as inputs.
+
+`solve_frames` is `sample`'s solve on laid-out frames, with the SDE window that GRPO's rollouts add
+(`f5lite.train.grpo`): with no noise it is `sample`, so the takes RL scores are those the sampler gives users.
 """
 
 from __future__ import annotations
@@ -25,13 +28,10 @@ from torch import Tensor, nn
 
 from f5lite.sampling.backbone import Backbone
 from f5lite.sampling.duration import effective_durations
-from f5lite.sampling.guidance import guided_field
-from f5lite.sampling.ode import integrate
-from f5lite.sampling.options import LEGACY_KEYWORDS, SamplerOptions, merge_legacy_keywords, with_model_defaults
+from f5lite.sampling.guidance import velocity_field
+from f5lite.sampling.ode import solve
+from f5lite.sampling.options import SamplerOptions, with_model_defaults
 from f5lite.sampling.schedules import time_grid
-
-_SAMPLE_KEYWORDS = tuple(name for name in LEGACY_KEYWORDS if name != "speed")
-"""The old keywords `sample` took (`speed` never was one: `sample` is given its durations)."""
 
 
 def sample(
@@ -44,7 +44,6 @@ def sample(
     lens: Tensor | None = None,
     noise: Tensor | None = None,
     seed: int | None = None,
-    **legacy: Any,
 ) -> Tensor:
     """Generate mels that continue a reference, conditioned on text.
 
@@ -67,21 +66,19 @@ def sample(
         seed: seed of the default noise. As in F5-TTS every sample is drawn after seeding with the same `seed`
             (here from a private generator, so the global RNG is untouched), so a sample's noise does not depend
             on the rest of the batch. None draws from the global RNG.
-        **legacy: deprecated: the settings as keywords (`steps`, `method`, `schedule`, `sway_sampling_coef`,
-            `cfg_strength`, `cfg_zero_init_steps`, `cfg_zero_star`), applied over `options` with a
-            `DeprecationWarning`.
 
     Returns:
         The mel `[b, N, d]` in `cond`'s dtype, with frames `< lens` replaced by the reference. Frames past a
         sample's own duration hold whatever the solver left there (as in F5-TTS).
 
     Raises:
-        ValueError: inconsistent shapes, a wrong `noise` shape, or an invalid legacy setting.
-        TypeError: a keyword that is no sampler setting, `options` that is not a `SamplerOptions`, or a `backbone`
-            that is not a `Backbone`.
+        ValueError: inconsistent shapes, a wrong `noise` shape, or options a distilled student cannot take.
+        TypeError: `options` that is not a `SamplerOptions`, or a `backbone` that is not a `Backbone`.
     """
-    # Merged here, not in a decorated function, so that the deprecation warning points at the caller's line.
-    options = merge_legacy_keywords(options, legacy, "sample", accepted=_SAMPLE_KEYWORDS)
+    if options is None:
+        options = SamplerOptions()
+    elif not isinstance(options, SamplerOptions):
+        raise TypeError(f"sample() options must be a SamplerOptions or None, got {type(options).__name__}")
     if not isinstance(backbone, Backbone):
         raise TypeError(f"backbone must be a Backbone (DiT, MMDiT, UNetT or a student), got {type(backbone).__name__}")
     options = with_model_defaults(backbone, options)  # a distilled student's own steps and guidance
@@ -101,23 +98,69 @@ def _sample(
 ) -> Tensor:
     frame = sampler_frames(model, cond, text, duration, lens)
     b, num_frames, mel_dim = frame.cond.shape
-    device = cond.device
     if noise is None:
-        x = _initial_noise(frame.durations, mel_dim, seed, cond.dtype, device)
+        x = initial_noise(frame.durations, mel_dim, seed=seed, dtype=cond.dtype)
     elif noise.shape != (b, num_frames, mel_dim):
         raise ValueError(f"noise must have shape {(b, num_frames, mel_dim)}, got {tuple(noise.shape)}")
     else:
-        x = noise.to(device=device, dtype=cond.dtype)
+        x = noise.to(device=cond.device, dtype=cond.dtype)
+    return frame.keep_reference(solve_frames(model, frame, text.to(cond.device), x, options))
 
-    grid = time_grid(options.steps, options.schedule, options.sway, device=device)
-    text = text.to(device)
+
+def sampler_grid(options: SamplerOptions, device: torch.device | None = None) -> Tensor:
+    """The times the sampler steps through: `options`' grid from its first step after CFG-Zero*'s zero-init steps.
+
+    Zero-init steps leave the state at the noise, so the solve starts at grid point K (no call, no host sync).
+
+    Args:
+        options: the sampler settings.
+        device: where the grid lives.
+
+    Returns:
+        float32 `[steps - cfg_zero_init_steps + 1]`, from that time to 1.
+    """
+    return time_grid(options.steps, options.schedule, options.sway, device=device)[options.cfg_zero_init_steps :]
+
+
+def solve_frames(
+    model: Backbone,
+    frame: SamplerFrames,
+    text: Tensor,
+    x: Tensor,
+    options: SamplerOptions,
+    *,
+    noise_level: float = 0.0,
+    stochastic_steps: int | None = None,
+    generator: torch.Generator | None = None,
+    trajectory: bool = False,
+) -> Tensor:
+    """The sampler's solve from a start, without the reference put back (`sample` is this, then `keep_reference`).
+
+    Args:
+        model: the backbone, in the mode the caller wants; gradients are the caller's to turn off.
+        frame: the frames' layout (`sampler_frames`).
+        text: ids `[b, nt]` on the frames' device.
+        x: the start `[b, N, d]` (noise at the grid's first time).
+        options: the sampler settings (a distilled student's own applied: `with_model_defaults`).
+        noise_level: the SDE window's noise (`f5lite.sampling.ode.solve`); 0: the sampler's ODE.
+        stochastic_steps: the SDE window's steps; None: every step.
+        generator: the window's draws.
+        trajectory: return every state `[k + 1, b, N, d]` (the start first), not only the last.
+
+    Returns:
+        The last state `[b, N, d]`, or every state.
+
+    Raises:
+        ValueError: options a distilled student cannot take.
+    """
+    grid = sampler_grid(options, x.device)
     if model.distilled:
-        x = _student_solve(model, frame.step_cond, text, frame.mask, grid, x, options)
-        return frame.keep_reference(x)
-    field = guided_field(model, frame.step_cond, text, frame.mask, options.cfg_strength, options.cfg_zero_star)
-    # Zero-init steps leave the state at the noise, so the solve starts at grid point K (no call, no host sync).
-    x = integrate(field, x, grid[options.cfg_zero_init_steps :], options.method)
-    return frame.keep_reference(x)
+        _check_student(model, grid.shape[0] - 1, options)
+    field = velocity_field(model, frame.step_cond, text, frame.mask, options.cfg_strength, options.cfg_zero_star)
+    return solve(
+        field, x, grid, options.method, noise_level=noise_level, stochastic_steps=stochastic_steps,
+        generator=generator, trajectory=trajectory,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -172,32 +215,21 @@ def sampler_frames(
     return SamplerFrames(cond, step_cond, durations, lens, mask)
 
 
-def _student_solve(
-    model: Backbone, step_cond: Tensor, text: Tensor, mask: Tensor | None, grid: Tensor, x: Tensor,
-    options: SamplerOptions,
-) -> Tensor:  # fmt: skip
-    """Euler steps of a distilled student (`f5lite.models.distill`).
+def _check_student(model: Backbone, steps: int, options: SamplerOptions) -> None:
+    """Refuse options a distilled student (`f5lite.models.distill`) cannot take; warn outside what it learned.
 
-    One pass per step, told the step's size and the guidance scale, with no unconditional pass (the student learned
-    the guided velocity).
+    A student takes Euler steps, one pass each, told the step size and the guidance, with no unconditional pass (it
+    learned the guided velocity).
+
+    Raises:
+        ValueError: options that need another method or an unconditional pass.
     """
     if options.method != "euler" or options.cfg_zero_star or options.cfg_zero_init_steps:
         raise ValueError(
             "a distilled model takes Euler steps with its guidance as an input: method=euler, cfg_zero_star=false "
             "and cfg_zero_init_steps=0"
         )
-    _warn_untrained(getattr(model, "trained", {}), grid.shape[0] - 1, options.cfg_strength)
-    dtype = next(model.parameters()).dtype
-    cond_in = step_cond.to(dtype)
-    text_embed = model.embed_text(text, step_cond.shape[1], mask, False)
-    for i in range(grid.shape[0] - 1):
-        t0, dt = grid[i], grid[i + 1] - grid[i]
-        v = model(
-            x.to(dtype), cond_in, text, t0.to(dtype), mask, False, False, text_embed=text_embed, step=dt,
-            guidance=options.cfg_strength,
-        )  # fmt: skip
-        x = x + dt * v.to(x.dtype)
-    return x
+    _warn_untrained(getattr(model, "trained", {}), steps, options.cfg_strength)
 
 
 def _warn_untrained(trained: dict[str, Any], steps: int, guidance: float) -> None:
@@ -210,7 +242,7 @@ def _warn_untrained(trained: dict[str, Any], steps: int, guidance: float) -> Non
         outside.append(f"guidance {guidance:g} (trained: {low:g} to {high:g})")
     if outside:
         message = f"a distilled model sampled with {' and '.join(outside)}: outside what it learned"
-        warnings.warn(message, UserWarning, stacklevel=5)  # the line that called `sample`
+        warnings.warn(message, UserWarning, stacklevel=6)  # the line that called `sample`
 
 
 def _check_inputs(model: Backbone, cond: Tensor, text: Tensor) -> tuple[int, int, int]:
@@ -241,13 +273,30 @@ def _fit_frames(cond: Tensor, num_frames: int) -> Tensor:
     return torch.cat((cond, pad), dim=1)
 
 
-def _initial_noise(
-    durations: Tensor, mel_dim: int, seed: int | None, dtype: torch.dtype, device: torch.device
+def initial_noise(
+    durations: Tensor,
+    mel_dim: int,
+    *,
+    seed: int | None = None,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> Tensor:
-    """F5-TTS's noise: `randn(duration_i, d)` per sample, each drawn right after seeding with `seed`, zero-padded."""
-    num_frames = int(durations.max())
-    noise = torch.zeros(durations.shape[0], num_frames, mel_dim, dtype=dtype, device=device)
+    """F5-TTS's noise: `randn(duration_i, d)` per sample, zero-padded to the longest.
+
+    Args:
+        durations: each sample's frames `[b]` (on the device to draw on).
+        mel_dim: mel channels d.
+        seed: each sample drawn right after seeding a private generator with it (F5-TTS's rule: a sample's noise
+            does not depend on the rest of the batch).
+        generator: else the samples are drawn one after the other from this one; neither: the global RNG.
+        dtype: the noise's dtype.
+
+    Returns:
+        `[b, max(durations), d]`.
+    """
+    device = durations.device
+    noise = torch.zeros(durations.shape[0], int(durations.max()), mel_dim, dtype=dtype, device=device)
     for i, frames in enumerate(durations.tolist()):
-        generator = None if seed is None else torch.Generator(device).manual_seed(seed)
-        noise[i, :frames] = torch.randn(frames, mel_dim, dtype=dtype, device=device, generator=generator)
+        draws = generator if seed is None else torch.Generator(device).manual_seed(seed)
+        noise[i, :frames] = torch.randn(frames, mel_dim, dtype=dtype, device=device, generator=draws)
     return noise

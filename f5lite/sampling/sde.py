@@ -11,7 +11,7 @@ Convention (F5-TTS's): `x_t = (1 - t) x0 + t x1`, noise `x0 ~ N(0, I)` at `t = 0
 / 2` has no division, so every point of a grid, `t = 0` included, gives a finite step. (Flow-GRPO's
 `a sqrt(t / (1 - t))`, written in its own time convention, diverges at the noise end, where it must skip a step.)
 
-One Euler-Maruyama step from `t` to `t + dt` draws `x' ~ N(mean, std^2 I)` with `mean = x + dt * drift` and
+One Euler-Maruyama step from `t` to `t + dt` (`f5lite.sampling.ode.solve` takes them) draws `x' ~ N(mean, std^2 I)` with `mean = x + dt * drift` and
 `std = a (1 - t) sqrt(dt)`, so the log-probability of a recorded step is exact, and the KL divergence between two
 policies' steps from the same state (same `std`) is `||mean_1 - mean_2||^2 / (2 std^2)`. `a = 0` is the ODE's
 Euler step.
@@ -25,8 +25,6 @@ import math
 
 import torch
 from torch import Tensor
-
-from f5lite.sampling.ode import VelocityField
 
 
 def step_mean_std(x: Tensor, v: Tensor, t: Tensor, dt: Tensor, noise_level: float) -> tuple[Tensor, Tensor]:
@@ -82,34 +80,3 @@ def masked_mean(elem: Tensor, mask: Tensor) -> Tensor:
     """Mean of `elem` `[b, n, d]` over the frames of `mask` `[b, n]` and all channels: `[b]`."""
     keep = mask[..., None].to(elem.dtype)
     return (elem * keep).sum(dim=(1, 2)) / (keep.sum(dim=(1, 2)) * elem.shape[-1]).clamp_min(1)
-
-
-@torch.no_grad()
-def sde_rollout(
-    field: VelocityField, x: Tensor, grid: Tensor, noise_level: float, generator: torch.Generator | None = None,
-    stochastic_steps: int | None = None,
-) -> Tensor:  # fmt: skip
-    """Sample the SDE through a time grid, keeping every state.
-
-    Args:
-        field: the velocity field `(t, x) -> v`.
-        x: the initial state `[b, n, d]` (noise at `grid[0]`).
-        grid: times `[k + 1]`, increasing, ending at most at 1.
-        noise_level: `a` of `sigma_t = a (1 - t)`.
-        generator: the draws' generator, on `x`'s device; None uses the global one.
-        stochastic_steps: the first this many steps are the SDE's, the rest the ODE's Euler steps (`a = 0`, no
-            draw), so that all the randomness of a sample after its start lies in those steps; None: every step.
-
-    Returns:
-        The states `[k + 1, b, n, d]`: `states[0] = x`, `states[-1]` the sample.
-    """
-    states = [x]
-    for i in range(grid.shape[0] - 1):
-        t, dt = grid[i], grid[i + 1] - grid[i]
-        level = noise_level if stochastic_steps is None or i < stochastic_steps else 0.0
-        mean, std = step_mean_std(x, field(t, x), t, dt, level)
-        if level > 0:
-            mean = mean + std * torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=generator)
-        x = mean
-        states.append(x)
-    return torch.stack(states)

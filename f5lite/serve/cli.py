@@ -1,8 +1,8 @@
-"""`f5lite-serve MODEL [options] [sample.KEY=VALUE ...]` and `python -m f5lite.serve`: load a model and voices, serve.
+"""`f5lite-serve model=MODEL [key=value ...] [options]` and `python -m f5lite.serve`: load a model and voices, serve.
 
-MODEL is what `f5lite-infer model=` takes (an export directory, or an F5-TTS checkpoint with `--recipe` and
-`--vocab`). The sampler's settings are spelled as `f5lite-infer` spells them (`sample.steps=7 sample.vocoder=
-griffin_lim`: `f5lite.config.sample_args`); the flags are the server's own settings. The server binds to 127.0.0.1 unless `--host` says otherwise, and asks for a key when `--api-key` (or
+The model and the sampler are spelled as `f5lite-infer` spells them (`model=runs/x/export device=cpu dtype=fp32
+sample.steps=7 sample.vocoder=griffin_lim`: `f5lite.serve.config`); the flags are the server's own settings. The
+server binds to 127.0.0.1 unless `--host` says otherwise, and asks for a key when `--api-key` (or
 the `F5LITE_API_KEY` environment variable) gives one; `--voice-upload` on an address other machines can reach is
 refused without a key (anyone could fill the disk and the voice list). The model and every voice are loaded before
 the port opens: a bad model, voice or option ends the command with one line and exit status 2. A request must name
@@ -22,9 +22,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from f5lite.config.sample_args import compose_sample_args, sample_keys_help
+from f5lite.config.compose import refuse_removed_flags
+from f5lite.config.sample_args import keys_help, sample_keys_help
 from f5lite.credentials import API_KEY_ENV
-from f5lite.infer.auto import COMPILE_CHOICES, DTYPE_AUTO
+from f5lite.infer.config import ModelSource
+from f5lite.serve.config import REMOVED_FLAGS, ServeConfig, compose_serve_config
 from f5lite.serve.settings import ServeSettings
 
 EXIT_USAGE = 2
@@ -38,12 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="f5lite-serve",
         description="Serve a model behind OpenAI's speech API (POST /v1/audio/speech), with voices from a folder.",
-        epilog=sample_keys_help(),
+        epilog=keys_help(ModelSource, "model keys (KEY=VALUE, as in f5lite-infer)") + "\n\n" + sample_keys_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
-    add("model", help="an f5lite export directory, or an F5-TTS checkpoint file (with --recipe and --vocab)")
-    add("sample", nargs="*", metavar="sample.KEY=VALUE", help="sampler settings of every request (see below)")
+    add("settings", nargs="*", metavar="KEY=VALUE",
+        help="the model (model=DIR device=cpu dtype=fp32 ...) and the sampler of every request (see below)")  # fmt: skip
     add("--voices", type=Path, help="folder of reference clips NAME.wav with transcripts NAME.txt")
     add("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
     add("--port", type=int, default=8000, help="port (default: %(default)s)")
@@ -70,13 +72,6 @@ def _parser() -> argparse.ArgumentParser:
     add("--body-timeout", type=float, default=d.body_timeout, help="seconds a client may take to send a whole body")
     add("--max-connections", type=int, default=d.max_connections,
         help="connections open at once (default: %(default)s, or fewer if the open-file limit says so)")  # fmt: skip
-    add("--recipe", help="architecture of a checkpoint file, e.g. dit_base")
-    add("--vocab", help="vocab.txt of a checkpoint file")
-    add("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    add("--dtype", default=DTYPE_AUTO, help="auto, fp32, bf16 or fp16")
-    add("--compile", choices=COMPILE_CHOICES, default="auto", help="compile the backbone (default: %(default)s)")
-    add("--duration", default="auto", help="auto (the model's predictor, else the rule), rule, or a predictor folder")
-    add("--threads", type=int, help="CPU threads (default: the physical cores)")
     return parser
 
 
@@ -89,10 +84,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 after a clean shutdown, 2 for a bad command line, model, voice or option.
     """
-    args = _parser().parse_intermixed_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
     logging.basicConfig(level=logging.INFO, format="f5lite-serve: %(message)s")
     try:
-        settings = _settings(args)
+        refuse_removed_flags(argv, REMOVED_FLAGS)  # before argparse, whose refusal would not name the key
+    except ValueError as err:
+        sys.stderr.write(f"f5lite-serve: error: {err}\n")
+        return EXIT_USAGE
+    args = _parser().parse_intermixed_args(argv)
+    try:
+        config = compose_serve_config(args.settings)
+        settings = _settings(args, config)
         # Bound now, listening once the model is loaded: a taken address fails at once, and no client connects
         # to a server that cannot answer yet.
         listening = _bind(args.host, args.port)
@@ -100,12 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"f5lite-serve: error: {err}\n")
         return EXIT_USAGE
     try:
-        return _load_and_serve(args, settings, listening)
+        return _load_and_serve(args, config, settings, listening)
     finally:
         listening.close()
 
 
-def _load_and_serve(args: argparse.Namespace, settings: ServeSettings, listening: socket.socket) -> int:
+def _load_and_serve(
+    args: argparse.Namespace, config: ServeConfig, settings: ServeSettings, listening: socket.socket
+) -> int:
     """Load the model and voices, then serve on the bound socket (`main`'s second half)."""
     try:
         from f5lite.infer.synthesizer import Synthesizer
@@ -118,16 +122,10 @@ def _load_and_serve(args: argparse.Namespace, settings: ServeSettings, listening
         return EXIT_USAGE
     try:
         synthesizer = Synthesizer.from_pretrained(
-            args.model,
+            str(config.model),
             settings.vocoder,
             vocoder_source=settings.vocoder_source,
-            recipe=args.recipe,
-            vocab=args.vocab,
-            device=args.device,
-            dtype=args.dtype,
-            compile=args.compile,
-            duration=args.duration,
-            threads=args.threads,
+            **config.load_options(),
         )
         voices = VoiceStore(args.voices, synthesizer.reference, settings.max_voice_seconds)
         cap = connection_cap(settings.max_connections)  # with the model's files open
@@ -143,8 +141,8 @@ def _load_and_serve(args: argparse.Namespace, settings: ServeSettings, listening
     return 0
 
 
-def _settings(args: argparse.Namespace) -> ServeSettings:
-    """The server's settings from the command line.
+def _settings(args: argparse.Namespace, config: ServeConfig) -> ServeSettings:
+    """The server's settings from the command line's flags and its composed `key=value` arguments.
 
     Raises:
         ValueError: a bad value, or uploads open to other machines without a key.
@@ -154,9 +152,9 @@ def _settings(args: argparse.Namespace) -> ServeSettings:
         raise ValueError(
             f"--voice-upload on {args.host}, an address other machines can reach, needs --api-key (or ${API_KEY_ENV})"
         )
-    sample = compose_sample_args(args.sample, "f5lite-serve")
+    sample = config.sample
     return ServeSettings(
-        model_id=args.model_id or Path(args.model).name,
+        model_id=args.model_id or Path(str(config.model)).name,
         options=sample.sampler_options(),
         seed=sample.seed,
         vocoder=sample.vocoder,

@@ -206,11 +206,11 @@ def run_backbone(cfg: TrainConfig, backbone: nn.Module) -> nn.Module:
     """The network a run trains around a backbone.
 
     The backbone itself, or, with `objective=distill`, a student of it (`f5lite.models.distill`) that samples with
-    `distill.student_steps` and `distill.student_guidance`.
+    `distill.sample.steps` and `distill.sample.cfg_strength`.
     """
     if cfg.objective != "distill":
         return backbone
-    defaults = {"steps": cfg.distill.student_steps, "cfg_strength": cfg.distill.student_guidance}
+    defaults = {"steps": cfg.distill.sample.steps, "cfg_strength": cfg.distill.sample.cfg_strength}
     trained = {"steps": list(cfg.distill.steps), "guidance": [float(g) for g in cfg.distill.guidance]}
     return StudentBackbone(backbone, defaults, trained)
 

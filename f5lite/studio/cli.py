@@ -1,8 +1,8 @@
-"""`f5lite-studio [--root DIR] [--host 127.0.0.1] [--port N] [--auth USER:PASSWORD] [sample.KEY=VALUE ...]`.
+"""`f5lite-studio [--root DIR] [--host 127.0.0.1] [--port N] [--auth USER:PASSWORD] [device=D] [sample.KEY=VALUE ...]`.
 
-Also `python -m f5lite.studio`. The sampler's settings (where Speak's controls start) and the vocoder (of Speak,
-training samples and evaluations) are spelled as in `f5lite-infer`: `sample.steps=16 sample.vocoder=griffin_lim`
-(`f5lite.config.sample_args`).
+Also `python -m f5lite.studio`. Where models run, the sampler's settings (where Speak's controls start) and the vocoder
+(of Speak, training samples and evaluations) are spelled as in `f5lite-infer`: `device=cpu sample.steps=16
+sample.vocoder=griffin_lim` (`f5lite.studio.config`).
 
 The page is served on 127.0.0.1 unless `--host` says otherwise, behind a username and password when `--auth` (or
 the `F5LITE_STUDIO_AUTH` environment variable, `user:password`) gives them, and never through a public share link
@@ -26,8 +26,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from f5lite.config.sample_args import compose_sample_args, sample_keys_help
+from f5lite.config.compose import refuse_removed_flags
+from f5lite.config.sample_args import keys_help
 from f5lite.credentials import STUDIO_AUTH_ENV
+from f5lite.studio.config import REMOVED_FLAGS, StudioConfig, compose_studio_config
 
 EXIT_USAGE = 2
 CACHE = ".studio-cache"
@@ -40,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="f5lite-studio",
         description="The f5lite web app: speak, prepare data, train, evaluate and export.",
-        epilog=sample_keys_help(),
+        epilog=keys_help(StudioConfig, "keys (KEY=VALUE, as in f5lite-infer)"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
@@ -55,9 +57,8 @@ def _parser() -> argparse.ArgumentParser:
         "--max-upload-mb", type=int, default=MAX_UPLOAD_MB,
         help=f"largest file an upload may hold, in MiB (default: {MAX_UPLOAD_MB})",
     )  # fmt: skip
-    add("--device", default="auto", help="auto, cpu or cuda (default: auto)")
-    add("sample", nargs="*", metavar="sample.KEY=VALUE",
-        help="Speak's sampler settings and the vocoder of Speak, training samples and evaluations (see below)")  # fmt: skip
+    add("settings", nargs="*", metavar="KEY=VALUE",
+        help="device=, Speak's sampler settings and the vocoder of Speak, training samples and evaluations (see below)")  # fmt: skip
     return parser
 
 
@@ -91,9 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 after Ctrl-C, 2 for bad input.
     """
-    args = _parser().parse_intermixed_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        sample = compose_sample_args(args.sample, "f5lite-studio")
+        refuse_removed_flags(argv, REMOVED_FLAGS)  # before argparse, whose refusal would not name the key
+        args = _parser().parse_intermixed_args(argv)
+        config = compose_studio_config(args.settings)
+        sample = config.sample
     except ValueError as err:
         sys.stderr.write(f"f5lite-studio: {err}\n")
         return EXIT_USAGE
@@ -136,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         StudioSettings(
             sample.vocoder,
             sample.vocoder_source if sample.vocoder == "vocos" else None,
-            args.device,
+            config.device,
             sample.sampler_options(),
             sample.seed,
         ),

@@ -41,7 +41,7 @@ def start_eval(
     command = [
         sys.executable, "-m", "f5lite.eval", f"model={literal(str(model), 'the model')}",
         f"testset={literal(str(data / TESTSET), 'the test set')}", f"output={literal(str(out), 'the output')}",
-        f"vocoder={vocoder}", f"sample.steps={steps}", f"device={device}",
+        f"sample.vocoder={vocoder}", f"sample.steps={steps}", f"device={device}",
     ]  # fmt: skip
     if vocoder_source:
         command.append(f"sample.vocoder_source={literal(vocoder_source, 'the vocoder source')}")

@@ -30,7 +30,7 @@ import yaml
 
 from f5lite.atomic import write_text_atomic
 from f5lite.config import TrainConfig, compose_config
-from f5lite.config.schema import PRECISIONS
+from f5lite.config.perf import PRECISIONS
 from f5lite.paths import config_roots
 from f5lite.storage.names import CHECKPOINTS, EVAL_LOG, EXPORT, LOCK_FILE, LOGS, SAMPLES_DIR, TRAIN_LOG
 from f5lite.studio import jobs

@@ -9,7 +9,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from f5lite.config.schema import BEST_VAL_METRICS, PROMPT_PREFIX
+from f5lite.config.ckpt import BEST_VAL_METRICS, PROMPT_PREFIX
 from f5lite.metrics.scoring import LOWER_IS_BETTER
 
 

@@ -189,7 +189,7 @@ class Distillation(nn.Module):
     Args:
         student: the network being trained (`transformer`, as in `CFM`).
         teacher: the teacher, on the training device.
-        cfg: the run's config (`distill`, `sample.schedule`, `sample.sway`).
+        cfg: the run's config (`distill`).
         follow: the second stage: the decay with which the teacher averages the student (`follow_student`); None:
             the teacher stays frozen (the first stage).
         autocast: the dtype the teacher computes in under autocast, or None (its weights' own dtype).
@@ -216,7 +216,7 @@ class Distillation(nn.Module):
         self.autocast = autocast
         pairs, weights = [], []
         for n in cfg.distill.steps:
-            grid = time_grid(n, cfg.sample.schedule, cfg.sample.sway)
+            grid = time_grid(n, cfg.distill.sample.schedule, cfg.distill.sample.sway)
             pairs += [(float(grid[i]), float(grid[i + 1] - grid[i])) for i in range(n)]
             weights += [1.0 / n] * n  # every step count equally likely, every step of its grid too
         self.steps: Tensor

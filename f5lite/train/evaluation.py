@@ -34,7 +34,7 @@ from torch import nn
 
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_vocoder
 from f5lite.config import TrainConfig
-from f5lite.config.schema import PROMPT_PREFIX
+from f5lite.config.ckpt import PROMPT_PREFIX
 from f5lite.data.collate import Batch
 from f5lite.data.manifest import VAL_TESTSET_NAME
 from f5lite.models import build_backbone_from_config

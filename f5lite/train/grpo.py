@@ -8,18 +8,19 @@ One update, on each rank:
 1. Draw `grpo.prompts_per_update` prompts of `grpo.prompts` (a test-set file of training material) with the
    update's generator (`f5lite.train.seeding`: a resumed run draws the same), and lay each out as the inference path
    does (`Synthesizer.plan`: the reference, its text + the prompt's text, the duration rule).
-2. Roll out a group of `grpo.group` takes per prompt on the sampler's grid (`grpo.steps`, `sample.schedule`,
-   `sample.sway`). The model is the policy as it is (F5R-TTS's Gaussian output head would change the network and its
+2. Roll out a group of `grpo.group` takes per prompt through the sampler (`f5lite.sampling.sampler.solve_frames`,
+   with the rollouts' sampler settings `grpo.sample.*`: steps, method, grid, guidance, CFG-Zero*), from starts drawn as `sample`
+   draws its noise. The model is the policy as it is (F5R-TTS's Gaussian output head would change the network and its
    checkpoints); `grpo.likelihood` says how a take's probability under it is measured, which sets how it is drawn:
    - `sde`: the first `grpo.train_steps` steps are stepped as the SDE of `f5lite.sampling.sde` (the ODE's marginals,
-     exact Gaussian step densities: Flow-GRPO, FlowTTS-GRPO), the rest as the ODE, from one start (noise) per group,
+     exact Gaussian step densities: Flow-GRPO, FlowTTS-GRPO), the rest as the sampler's ODE, from one start per group,
      so a group's takes differ only by the draws of the steps that are trained (DanceGRPO's shared start,
      Flow-GRPO-Fast's and MixGRPO's stochastic window).
    - `flow`: the ODE sampler's takes, each from its own start; a take's log-probability is its flow-matching loss
      (`flow_terms`, an evidence bound). A step's log-probability regresses the model on the next, noisy state, this
      on the clean take: the same policy gradient at less variance by Advantage Weighted Matching's analysis, and the
-     takes are those the sampler gives users (`docs/guides/rl.md` has both measured).
-   No guidance by default (`grpo.cfg_strength=0`, as FlowTTS-GRPO: the conditional velocity is the policy, at half
+     takes are those the sampler gives users, bit for bit (`docs/guides/rl.md` has both measured).
+   No guidance by default (`grpo.sample.cfg_strength=0`, as FlowTTS-GRPO: the conditional velocity is the policy, at half
    the passes); a strength > 0 makes the guided velocity the policy.
 3. Vocode each take as inference does and score it (`f5lite.train.rewards`); each take's advantage is its reward
    against its own group's mean and spread (`group_advantages`), so the advantages are per prompt and per rank, and
@@ -57,11 +58,10 @@ from f5lite.infer.synthesizer import Synthesizer
 from f5lite.models import build_backbone_from_config
 from f5lite.models.cfm import CFM
 from f5lite.sampling.backbone import Backbone
-from f5lite.sampling.guidance import guided_field
+from f5lite.sampling.guidance import velocity_field
 from f5lite.sampling.ode import VelocityField
-from f5lite.sampling.sampler import SamplerFrames, sampler_frames
-from f5lite.sampling.schedules import time_grid
-from f5lite.sampling.sde import masked_mean, sde_rollout, step_kl, step_log_prob, step_mean_std
+from f5lite.sampling.sampler import SamplerFrames, initial_noise, sampler_frames, sampler_grid, solve_frames
+from f5lite.sampling.sde import masked_mean, step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import LoadedSource, load_source
 from f5lite.text import TextEncoder
 from f5lite.train.evaluation import load_run_vocoder
@@ -173,7 +173,8 @@ class Takes:
     ids: Tensor
     """Token ids `[b, nt]` (reference text + the prompt's)."""
     states: Tensor
-    """The rollout's states `[steps + 1, b, n, d]`: the start, then after each step."""
+    """The rollout's states `[k + 1, b, n, d]`: the start, then after each step (`likelihood=flow`: the start and the
+    last, `[2, b, n, d]`)."""
     terms: Tensor
     """Each take's reward terms `[b, len(Rewards.names)]`, on the CPU."""
 
@@ -186,7 +187,7 @@ class Grpo(nn.Module):
         reference: the starting weights (a backbone of the same architecture), on the training device.
         synthesizer: lays out prompts and vocodes (around `transformer`).
         rewards: the loaded reward backends.
-        cfg: the run's config (`grpo`, `sample.schedule`, `sample.sway`).
+        cfg: the run's config (`grpo`).
 
     Raises:
         ValueError: `grpo.prompts` unreadable, or a prompt too long to be one piece.
@@ -204,8 +205,9 @@ class Grpo(nn.Module):
         self.synthesizer = synthesizer
         self.rewards = rewards
         self.settings = cfg.grpo
-        self.grid = time_grid(cfg.grpo.steps, cfg.sample.schedule, cfg.sample.sway)
-        self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer)
+        self.options = cfg.grpo.sample
+        self.grid = sampler_grid(self.options)
+        self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer, self.options.speed)
         self._data = (CFM(transformer),)  # a tuple: the transformer is a submodule once, as `transformer`
         self._window: list[Tensor] = []
 
@@ -238,9 +240,9 @@ class Grpo(nn.Module):
         if s.advantages == "positive":
             advantages = advantages.clamp(min=0.0)
         # The fields embed the text once for all the trained steps (the policy's with gradient, in one graph).
-        policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
+        policy = self._field(self.transformer, frame, ids)
         with torch.no_grad():
-            reference = guided_field(self.reference, frame.step_cond, ids, frame.mask, s.cfg_strength)
+            reference = self._field(self.reference, frame, ids)
         span = frame.generated()
         if s.likelihood == "flow":
             done = frame.keep_reference(states[-1])
@@ -256,6 +258,7 @@ class Grpo(nn.Module):
             loss = loss + s.data_weight * self._data[0](x1, text, lens, generator=generator)
         return loss
 
+    @torch.no_grad()
     def rollout(self, prompts: Sequence[Piece], generator: torch.Generator) -> Takes:
         """A group of `grpo.group` takes of each prompt, scored (drawn as `grpo.likelihood` needs: module docstring).
 
@@ -267,25 +270,30 @@ class Grpo(nn.Module):
             The takes, prompt by prompt (`[prompts * group, ...]`, each group's takes together).
         """
         s = self.settings
-        device = generator.device
         pieces = [piece for piece in prompts for _ in range(s.group)]
         cond, ids, durations, ref_lens = self.synthesizer.inputs(pieces)
         frame = sampler_frames(self.transformer, cond, ids, durations, ref_lens)
         # One start per group (as DanceGRPO): the start is no step of the policy, so takes that differ in it would
         # differ in reward by luck no step can be credited with (`scripts/grpo_spread.py` measures how much).
         # With `likelihood=flow` the takes are the ODE's, so each needs a start of its own to differ at all.
-        _, n, d = frame.cond.shape
         flow = s.likelihood == "flow"
-        x0 = torch.randn((len(pieces) if flow else len(prompts), n, d), device=device, generator=generator)
+        starts = frame.durations if flow else frame.durations[:: s.group]
+        x0 = initial_noise(starts, frame.cond.shape[-1], generator=generator, dtype=cond.dtype)
         x0 = x0.repeat_interleave(1 if flow else s.group, dim=0)
-        x0 = x0 * (frame.mask[..., None] if frame.mask is not None else 1)
-        policy = guided_field(self.transformer, frame.step_cond, ids, frame.mask, s.cfg_strength)
-        grid = self.grid.to(device)
-        states = sde_rollout(policy, x0, grid, s.noise_level, generator, stochastic_steps=0 if flow else s.train_steps)
-        with torch.autocast(device.type, enabled=False):  # the vocoder and the reward models run as at inference
+        states = solve_frames(
+            self.transformer, frame, ids, x0, self.options, noise_level=0.0 if flow else s.noise_level,
+            stochastic_steps=s.train_steps, generator=generator, trajectory=not flow,
+        )  # fmt: skip
+        states = torch.stack((x0, states)) if flow else states
+        with torch.autocast(frame.cond.device.type, enabled=False):  # the vocoder and reward models run as at inference
             waves = self.synthesizer.decode(frame.keep_reference(states[-1]), pieces)
             terms = self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
         return Takes(frame, ids, states, terms)
+
+    def _field(self, model: Backbone, frame: SamplerFrames, ids: Tensor) -> VelocityField:
+        """`model`'s velocity as the rollouts step it (the rollout's guidance and CFG-Zero*)."""
+        return velocity_field(model, frame.step_cond, ids, frame.mask, self.options.cfg_strength,
+                              self.options.cfg_zero_star)  # fmt: skip
 
     def _step_loss(
         self, policy: VelocityField, reference: VelocityField, span: Tensor, states: Tensor, grid: Tensor, k: int,
@@ -380,8 +388,8 @@ def make_grpo(cfg: TrainConfig, backbone: nn.Module, encoder: TextEncoder, devic
     return Grpo(backbone, reference.to(device), synthesizer, Rewards(cfg, device), cfg)
 
 
-def load_prompts(path: str, synthesizer: Synthesizer) -> list[Piece]:
-    """Read `grpo.prompts` and lay out each row as one piece (reference, text and length as inference does).
+def load_prompts(path: str, synthesizer: Synthesizer, speed: float = 1.0) -> list[Piece]:
+    """Read `grpo.prompts` and lay out each row as one piece (reference, text and length as inference does at `speed`).
 
     Raises:
         ValueError: the file or a reference clip cannot be read, or a row's text would be cut into several pieces.
@@ -393,7 +401,7 @@ def load_prompts(path: str, synthesizer: Synthesizer) -> list[Piece]:
     pieces = []
     for row in rows:
         try:
-            plan = synthesizer.plan(synthesizer.reference(str(row.ref_audio), row.ref_text), row.gen_text)
+            plan = synthesizer.plan(synthesizer.reference(str(row.ref_audio), row.ref_text), row.gen_text, speed)
         except (ValueError, OSError) as err:
             raise ValueError(f"grpo.prompts row {row.id}: {err}") from None
         if len(plan.pieces) != 1:

@@ -12,7 +12,7 @@ import dataclasses
 
 import torch
 
-from f5lite.config.schema import PRECISION_AUTO
+from f5lite.config.perf import PRECISION_AUTO
 from f5lite.models.hardware import CpuInfo, native_bf16, read_cpu_info
 
 EMULATED_BF16_COST = "5 to 10x slower than fp32"

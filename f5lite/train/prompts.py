@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, log_mel
 from f5lite.config import TrainConfig
-from f5lite.config.schema import PROMPT_PREFIX
+from f5lite.config.ckpt import PROMPT_PREFIX
 from f5lite.data.testset import TestRow, read_testset
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.metrics.items import EvalItem, MetricSettings

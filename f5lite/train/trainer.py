@@ -34,7 +34,8 @@ from accelerate.utils import DistributedDataParallelKwargs
 from tqdm import tqdm
 
 from f5lite.config import TrainConfig
-from f5lite.config.schema import PRECISION_AUTO, PROMPT_PREFIX
+from f5lite.config.ckpt import PROMPT_PREFIX
+from f5lite.config.perf import PRECISION_AUTO
 from f5lite.data.collate import Batch
 from f5lite.data.loader import TrainData, build_train_data
 from f5lite.models.attention import describe_sdpa, sdpa_backend

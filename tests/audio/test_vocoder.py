@@ -245,7 +245,7 @@ def test_the_infer_command_refuses_a_planted_vocoder_in_one_line(
     export, _ = make_model_files(tmp_path)
     ref = make_reference(tmp_path)
     args = [f"model={export}", f"ref_audio={ref}", "ref_text=ABC.", "text=CAB.", f"output={tmp_path / 'o.wav'}"]
-    assert infer([*args, "vocoder=vocos", f"vocoder_path={planted}", "device=cpu"]) == 2
+    assert infer([*args, "sample.vocoder=vocos", f"sample.vocoder_source={planted}", "device=cpu"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "backbone.class_path='os.system'" in err
     assert not marker.exists()

@@ -1,4 +1,4 @@
-"""scripts/bench_train.py and scripts/ablate.py on the tiny preset: the JSON record, its arithmetic, the memory
+"""scripts/bench_train.py (and its --ablate) on the tiny preset: the JSON record, its arithmetic, the memory
 observables of activation checkpointing, checkpoint stalls, and the ablation's result files."""
 
 from __future__ import annotations
@@ -60,21 +60,12 @@ def test_bad_arguments(bench, capsys) -> None:
     assert "perf.ac.every_n" in capsys.readouterr().err
 
 
-def test_median_record_keeps_the_middle_round() -> None:
-    ablate = load_script("ablate")
-    runs = [{"label": "a", "step_s": s, "frames_per_s": 10 / s} for s in (3.0, 1.0, 2.0)]
-    chosen = ablate.median_record(runs)
-    assert chosen["step_s"] == 2.0 and chosen["step_s_rounds"] == [1.0, 2.0, 3.0]
-    assert ablate.median_record([{"label": "a", "error": "boom"}]) == {"label": "a", "error": "boom"}
-
-
-@pytest.mark.slow  # runs ablate.py end to end (about 30 s); `make test-slow`
-def test_ablation_writes_json_table_and_chart(tmp_path: Path, capsys) -> None:
-    ablate = load_script("ablate")
+@pytest.mark.slow  # runs the ablation end to end (about 30 s); `make test-slow`
+def test_ablation_writes_json_table_and_chart(bench: ModuleType, tmp_path: Path, capsys) -> None:
     only = "baseline fp32,AC full every block,sync checkpoint,async checkpoint"
-    argv = ["--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0", "--mel-lengths", "40,56"]
+    argv = ["--ablate", "--preset", "tiny", "--threads", "1", "--steps", "1", "--warmup", "0", "--mel-lengths", "40,56"]
     argv += ["--text-lengths", "10,12", "--only", only, "--out-dir", str(tmp_path), "--device", "cpu"]
-    assert ablate.main(argv) == 0
+    assert bench.main(argv) == 0
     records = json.loads((tmp_path / "ablation_cpu.json").read_text())
     assert [r["label"] for r in records] == only.split(",")
     assert all("error" not in r for r in records)
@@ -84,5 +75,5 @@ def test_ablation_writes_json_table_and_chart(tmp_path: Path, capsys) -> None:
     assert table.count("\n| ") == 2 + len(records) and "of a synchronous save" in table
     assert (tmp_path / "ablation_cpu.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
-        ablate.main(["--only", "no such configuration", "--out-dir", str(tmp_path)])
+        bench.main(["--ablate", "--only", "no such configuration", "--out-dir", str(tmp_path)])
     assert "--only must name a configuration" in capsys.readouterr().err

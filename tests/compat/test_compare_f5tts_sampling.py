@@ -41,7 +41,7 @@ def test_f5lite_side_end_to_end(compare, tmp_path, capsys) -> None:
         assert list(data["median_s"]) == names
         # One timed call per process and round: two rounds, two times, each from its own process.
         assert all(len(ts) == 2 and min(ts) > 0 for ts in data["runs_s"].values())
-        assert data["targets"] == {} and data["ratio_to_f5tts_same_precision"] == {}
+        assert data["targets"] == {} and data["ratio_to_base"] == {}
         assert all(rss > 0 for rss in data["peak_rss_gb"].values())
     table = (tmp_path / "f5tts_sampling_cpu.md").read_text()
     assert "## Batch 1" in table and "## Batch 3" in table and "f5lite 7 EPSS + CFG-Zero*, bf16" in table
@@ -81,9 +81,12 @@ def test_ratios_and_targets(compare) -> None:
         "f5lite 7 EPSS, bf16": 2.0,
         "f5lite 7 EPSS + CFG-Zero*, bf16": 1.6,
     }
-    ratios = compare.ratios(medians)
+    args = argparse.Namespace(threads=2, rounds=1, reps=1, ref_seconds=2.0, seconds=5.0, tiny=False)
+    times = {1: {name: [seconds] for name, seconds in medians.items()}}
+    result = compare.summarize(times, {1: {}}, {1: {}}, {1: {}}, args, "1.1.22")
+    ratios = result["batches"]["1"]["ratio_to_base"]
     assert ratios["f5lite 7 EPSS + CFG-Zero*, fp32"] == 0.7 and ratios["f5lite 7 EPSS + CFG-Zero*, bf16"] == 0.8
-    assert "F5-TTS 7 EPSS, bf16" not in ratios
+    assert ratios["F5-TTS 7 EPSS, bf16"] == 1.0
     targets = compare.targets(medians)
     assert targets["7 EPSS + CFG-Zero* vs F5-TTS 7 EPSS, fp32"]["met"] is True
     assert targets["7 EPSS + CFG-Zero* vs F5-TTS 7 EPSS, bf16"]["met"] is False
@@ -105,9 +108,9 @@ def test_markdown_names_every_setting(compare) -> None:
     args = argparse.Namespace(threads=2, rounds=1, reps=1, ref_seconds=2.0, seconds=5.0, tiny=False)
     times = {1: {"F5-TTS 7 EPSS, fp32": [2.0], "f5lite 7 EPSS + CFG-Zero*, fp32": [1.0]}}
     rss = {1: {"F5-TTS 7 EPSS, fp32": 1.0, "f5lite 7 EPSS + CFG-Zero*, fp32": 0.8}}
-    result = compare.summarize(times, rss, {1: {}}, args, "1.1.22")
+    result = compare.summarize(times, {1: {}}, rss, {1: {}}, args, "1.1.22")
     table = compare.markdown(result)
-    assert "| f5lite 7 EPSS + CFG-Zero*, fp32 | 1.000 | 0.50x | 0.80 |" in table
+    assert "| f5lite 7 EPSS + CFG-Zero*, fp32 | 1.000 | 0.50x | 0.200 | 0.00 |  | 0.80 |" in table
     assert "F5-TTS 1.1.22" in table and "target <= 0.75x: met" in table
 
 

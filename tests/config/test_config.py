@@ -13,16 +13,18 @@ import pytest
 from omegaconf import OmegaConf
 
 import f5lite.config.model as model_schema
-import f5lite.config.schema as train_schema
+import f5lite.config.train_run as train_run
 from f5lite.config import (
     DiTConfig,
     MMDiTConfig,
+    OptimConfig,
     PerfConfig,
     TrainConfig,
     UNetTConfig,
     compose_config,
     config_to_yaml,
 )
+from f5lite.config.reference import config_sections
 from f5lite.paths import config_roots
 
 CONFIGS_DIR, RECIPES_DIR = config_roots()
@@ -98,7 +100,7 @@ def test_precedence_schema_group_train_recipe_cli(tmp_path):
     )
     (recipes / "r.yaml").write_text("# @package _global_\noptim: {grad_accum: 3, max_grad_norm: 3.5}\n")
     cfg = compose_config(["+recipe=r", "optim.max_grad_norm=4.5"], configs_dir=configs, recipes_dir=recipes)
-    assert cfg.optim.lr == train_schema.OptimConfig().lr  # schema default, nobody set it
+    assert cfg.optim.lr == OptimConfig().lr  # schema default, nobody set it
     assert cfg.optim.warmup_updates == 1  # group
     assert cfg.optim.max_updates == 2  # train.yaml over group
     assert cfg.optim.grad_accum == 3  # recipe over train.yaml
@@ -131,6 +133,21 @@ def test_every_optimization_is_switchable_from_the_command_line():
     assert cfg.perf.memory_budget == 0.5 and cfg.perf.precision == "fp16"
     assert cfg.ema.device == "cpu" and cfg.ckpt.async_save and cfg.ckpt.export_dtype == "bf16"
     assert compose_config(["ckpt.async_save=true"]).ckpt.async_save
+
+
+@pytest.mark.parametrize("given", ["teacher=runs/t", "+teacher=runs/t"])
+def test_a_removed_training_key_is_refused_naming_the_new_one(given: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        compose_config(["+recipe=distill", given])
+    assert str(caught.value) == "teacher=runs/t is no longer accepted; write distill.teacher=runs/t"
+    assert compose_config(["+recipe=distill", "distill.teacher=runs/t"]).distill.teacher == "runs/t"
+
+
+def test_ckpt_async_is_the_command_line_name_of_its_field() -> None:
+    """`async` is a Python keyword, which no dataclass field can be named: the field is `async_save`."""
+    with pytest.raises(SyntaxError):
+        compile("class C:\n    async: bool = False\n", "<field>", "exec")
+    assert compose_config(["ckpt.async=true"]).ckpt.async_save
 
 
 @pytest.mark.parametrize(
@@ -202,8 +219,25 @@ def _fields_without_docstring(module) -> list[str]:
     return missing
 
 
+def _section_modules() -> list[str]:
+    """The modules of the training schema: `TrainConfig`'s and each of its sections' (one module per section)."""
+    sections = {section.schema.__module__ for section in config_sections(TrainConfig)}
+    return sorted(sections | {train_run.__name__})
+
+
+def test_every_section_lives_beside_the_run_schema_in_a_file_a_reader_can_hold():
+    modules = _section_modules()
+    # The sampler's settings (`grpo.sample`, `distill.sample`) are defined by the sampler itself.
+    owned = [name for name in modules if name != "f5lite.sampling.options"]
+    assert len(owned) >= 10 and all(name.startswith("f5lite.config.") for name in owned), modules
+    for name in modules:
+        lines = inspect.getsource(sys.modules[name]).count("\n")
+        assert lines <= 300, f"{name} has {lines} lines"
+
+
 def test_every_schema_field_has_a_docstring():
-    assert _fields_without_docstring(train_schema) == []
+    for name in _section_modules():
+        assert _fields_without_docstring(sys.modules[name]) == [], name
     assert _fields_without_docstring(model_schema) == []
     assert dataclasses.is_dataclass(TrainConfig)
 

@@ -11,6 +11,7 @@ import yaml
 
 from f5lite.config import compose_config, config_to_yaml
 from f5lite.config.objective import OBJECTIVES, READERS
+from f5lite.sampling import SamplerOptions
 from f5lite.storage.names import CONFIG_FILE
 from f5lite.storage.rundir import load_run_config
 from f5lite.train.objective import ENTRIES, prepare_objective
@@ -33,7 +34,7 @@ def test_every_objective_has_an_entry_and_every_reader_is_an_objective() -> None
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["teacher=runs/x"], "distill.teacher='runs/x' is read only with objective=distill, not with objective=flow"),
+        (["distill.teacher=runs/x"], "distill.teacher='runs/x' is read only with objective=distill, not with objective=flow"),
         (["+recipe=grpo", "finetune.lora.rank=4"], "finetune.lora.rank=4 is read only with objective=flow"),
         (["+recipe=distill", "duration=small"], "duration.train='alongside' is read only with objective=flow"),
         (["duration.init=runs/p"], "duration.init='runs/p' is read only with objective=duration or objective=duration_grpo"),
@@ -63,6 +64,10 @@ def stored(tmp_path: Path, **sections: dict[str, object]) -> Path:
     """A run directory whose frozen config is of before `objective`: `sections` set, `objective` absent."""
     raw = yaml.safe_load(config_to_yaml(compose_config(["+recipe=debug_tiny"])))
     del raw["objective"]
+    # Its sampler keys as they were then: in the sections, not in their `sample`.
+    grpo, distill = raw["grpo"].pop("sample"), raw["distill"].pop("sample")
+    raw["grpo"].update(steps=grpo["steps"], cfg_strength=grpo["cfg_strength"])
+    raw["distill"].update(student_steps=distill["steps"], student_guidance=distill["cfg_strength"])
     for name, values in sections.items():
         raw[name].update(values)
     (tmp_path / CONFIG_FILE).write_text(yaml.safe_dump(raw), encoding="utf-8")
@@ -83,6 +88,31 @@ def test_a_run_directory_of_before_objective_loads_with_its_objective_inferred(
     assert cfg.duration.train == ("alongside" if sections.get("duration", {}).get("train") == "alongside" else "none")
 
 
+def test_an_old_run_s_sampler_keys_load_into_their_sections_with_the_grid_it_used(tmp_path: Path) -> None:
+    old = {"grpo": {"steps": 16, "cfg_strength": 2.0}, "distill": {"student_steps": 6, "student_guidance": 1.5},
+           "sample": {"schedule": "uniform", "sway": None, "steps": 32}}  # fmt: skip
+    cfg = load_run_config(stored(tmp_path, **old))
+    assert cfg.grpo.sample == SamplerOptions(steps=16, cfg_strength=2.0, schedule="uniform", sway=None)
+    assert cfg.distill.sample == SamplerOptions(steps=6, cfg_strength=1.5, schedule="uniform", sway=None)
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [("grpo.steps=4", "grpo.steps=4 is no longer accepted; write grpo.sample.steps=4"),
+     ("grpo.cfg_strength=2", "grpo.cfg_strength=2 is no longer accepted; write grpo.sample.cfg_strength=2"),
+     ("distill.student_guidance=1", "distill.student_guidance=1 is no longer accepted; write distill.sample.cfg_strength=1"),
+     ("grpo.sample.steps=0", "grpo.sample.steps=0 is not valid; it must be >= 1"),
+     ("grpo.train_steps=10", "grpo.train_steps=10 is not valid"),
+     ("distill.sample.cfg_zero_star=true", "distill.sample.cfg_zero_star=True is not valid; a distilled student")],
+)  # fmt: skip
+def test_the_sampler_settings_of_grpo_and_distill_are_their_sample_sections(given: str, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        compose_config(["+recipe=grpo", "grpo.sample.cfg_zero_init_steps=1", given])
+    assert str(caught.value).startswith(message)
+    options = compose_config(["+recipe=grpo", "grpo.sample.method=midpoint", "grpo.sample.steps=7"]).grpo.sample
+    assert options == SamplerOptions(steps=7, method="midpoint", cfg_strength=0.0)
+
+
 def train(*args: str) -> subprocess.CompletedProcess[str]:
     """`python -m f5lite.train ARGS` as a user runs it."""
     return subprocess.run([sys.executable, "-m", "f5lite.train", *args], capture_output=True, text=True, timeout=300)
@@ -91,7 +121,8 @@ def train(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["+recipe=duration_grpo"], "f5lite-train: objective=duration_grpo needs grpo.prompts and init.weights and duration.init\n"),
-     (["+recipe=duration_small", "duration.train=alone"], "duration.train=alone was removed; use objective=duration\n")],
+     (["+recipe=duration_small", "duration.train=alone"], "duration.train=alone was removed; use objective=duration\n"),
+     (["+recipe=distill", "teacher=runs/t"], "teacher=runs/t is no longer accepted; write distill.teacher=runs/t\n")],
 )  # fmt: skip
 def test_the_command_refuses_a_run_it_cannot_start_in_one_line_and_writes_nothing(
     tmp_path: Path, args: list[str], message: str

@@ -12,7 +12,7 @@ from support.data_helpers import audio_path, read_cuts
 
 import f5lite.data.dataset as dataset_module
 from f5lite.config import compose_config
-from f5lite.config.schema import DataConfig
+from f5lite.config.data import DataConfig
 from f5lite.data import build_train_data
 from f5lite.data.dataset import CutDataset
 from f5lite.paths import demo_dir

@@ -37,10 +37,10 @@ def args(setup: dict[str, Path], out: Path, *extra: str) -> list[str]:
         "testset": str(setup["testset"]),
         "output": str(out),
         "metrics": METRICS,
-        "vocoder": "griffinlim",
+        "sample.vocoder": "griffin_lim",
         "sample.steps": "2",
         "device": "cpu",
-        "seed": "7",
+        "sample.seed": "7",
     }
     for arg in extra:
         key, _, value = arg.partition("=")
@@ -127,7 +127,7 @@ def test_audio_dir_scores_the_written_audio_the_same(setup, first, tmp_path) -> 
     out = tmp_path / "scored"
     command = [f"audio_dir={first / 'audio'}", f"testset={setup['testset']}", f"output={out}", f"metrics={METRICS}"]
     # audio_dir has no vocoder of its own: the model's is named, so the vocoded floor is the model run's.
-    assert main([*command, "limit=2", "floor_vocoder=griffinlim"]) == 0
+    assert main([*command, "limit=2", "floor_vocoder=griffin_lim"]) == 0
     made = results(first)[:2]
     for scored, row in zip(results(out), made, strict=True):
         assert scored["audio"] == str((first / row["audio"]).resolve()) and "seed" not in scored
@@ -224,13 +224,13 @@ BAD_INPUTS = {
     "unknown backend": (lambda s, t: ["metrics=[sim]", "speaker=nosuch"], "nosuch"),
     "missing model": (lambda s, t: [f"model={t / 'no_model'}"], "no_model"),
     "audio_dir without the audio": (
-        lambda s, t: [f"audio_dir={t}", "~model", "~vocoder"],
+        lambda s, t: [f"audio_dir={t}", "~model", "~sample.vocoder"],
         r"has no <id>\.\{wav\|flac\|ogg\|mp3\} for 3 of 3 rows: 00_us_male, ",
     ),
     "model and audio_dir": (lambda s, t: [f"audio_dir={t}"], "give exactly one of model=PATH"),
     "no output": (lambda s, t: ["output="], "output is not set"),
     "language": (lambda s, t: ["lang=fr"], "lang='fr' is not valid"),
-    "seed null": (lambda s, t: ["seed=null"], "sample.seed=null is not valid here"),
+    "seed null": (lambda s, t: ["sample.seed=null"], "sample.seed=null is not valid here"),
     "unknown key": (lambda s, t: ["steps=4"], "Key 'steps' not in 'EvalConfig'"),
 }
 
@@ -249,7 +249,14 @@ def test_bad_input_gives_one_line_and_status_2_before_anything_is_made(setup, tm
 
 def test_compose_takes_paths_and_backend_specs_verbatim() -> None:
     cfg = compose_eval_config(
-        ["model=m,1", "testset=t.lst", "output=o", "asr=whisper:/models/large-v3,x", "seed=3", "vocoder=griffinlim"]
+        [
+            "model=m,1",
+            "testset=t.lst",
+            "output=o",
+            "asr=whisper:/models/large-v3,x",
+            "sample.seed=3",
+            "sample.vocoder=griffin_lim",
+        ]
     )
     assert cfg.model == "m,1" and cfg.asr == "whisper:/models/large-v3,x"
     assert cfg.sample.seed == 3 and cfg.sample.vocoder == "griffin_lim" and cfg.metrics == ["wer", "sim", "mos", "mel"]

@@ -47,11 +47,11 @@ def test_vocode_is_the_log_mel_decoded_by_the_vocoder() -> None:
 @pytest.mark.parametrize(
     ("setting", "model_vocoder", "planned"),
     [
-        ("auto", "griffinlim", "griffin_lim"),
+        ("auto", "griffin_lim", "griffin_lim"),
         ("auto", "vocos", "vocos"),
         ("auto", None, None),  # audio_dir: no model, no vocoder of its own
         ("none", "vocos", None),
-        ("griffinlim", None, "griffin_lim"),
+        ("griffin_lim", None, "griffin_lim"),
         ("vocos", "griffin_lim", "vocos"),
     ],
 )

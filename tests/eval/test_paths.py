@@ -11,7 +11,7 @@ from support.scripts import load_script
 
 from f5lite.data.testset import read_testset
 
-EXTRA = ["vocoder=griffinlim", "metrics=[mel,sim]", "device=cpu"]
+EXTRA = ["sample.vocoder=griffin_lim", "metrics=[mel,sim]", "device=cpu"]
 
 
 @pytest.fixture(scope="module")

@@ -106,7 +106,13 @@ def test_report_of_a_trained_model_opens_in_chromium(tmp_path: Path) -> None:
     testset = make_testset(tmp_path / "test.lst")
     out = tmp_path / "eval"
     script = Path(sys.executable).parent / "f5lite-eval"
-    command = [str(script), f"model={tmp_path / 'run'}", f"testset={testset}", f"output={out}", "vocoder=griffinlim"]
+    command = [
+        str(script),
+        f"model={tmp_path / 'run'}",
+        f"testset={testset}",
+        f"output={out}",
+        "sample.vocoder=griffin_lim",
+    ]
     done = subprocess.run([*command, "sample.steps=4", "device=cpu"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

@@ -117,7 +117,7 @@ def keep_threads():
 def load(files, monkeypatch, cpu: CpuInfo, **kwargs) -> f5lite.Synthesizer:
     monkeypatch.setattr(auto, "read_cpu_info", lambda: cpu)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    return f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffinlim", device="cpu", **kwargs)
+    return f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffin_lim", device="cpu", **kwargs)
 
 
 @pytest.mark.usefixtures("keep_threads")
@@ -184,7 +184,7 @@ def test_cli_prints_the_chosen_path_on_stderr(files, monkeypatch, capsys):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     out = files["root"] / "out.wav"
     args = [f"model={files['export']}", f"ref_audio={files['ref']}", f"ref_text={REF_TEXT}", f"text={GEN_TEXT}"]
-    args += [f"output={out}", "vocoder=griffinlim", "device=cpu", "sample.steps=2", "compile=false"]
+    args += [f"output={out}", "sample.vocoder=griffin_lim", "device=cpu", "sample.steps=2", "compile=false"]
     assert main(args) == 0
     err = capsys.readouterr().err
     line = next(line for line in err.splitlines() if line.startswith("f5lite: cpu"))

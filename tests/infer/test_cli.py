@@ -39,8 +39,8 @@ def base_args(files, out: Path, **extra: str) -> list[str]:
         "ref_text": REF_TEXT,
         "text": GEN_TEXT,
         "output": str(out),
-        "vocoder": "griffinlim",
-        "seed": "1",
+        "sample.vocoder": "griffin_lim",
+        "sample.seed": "1",
         "device": "cpu",
         "sample.steps": "3",
         **extra,
@@ -98,7 +98,7 @@ def test_every_sampler_setting_on_the_command_line_reaches_sample(files, tmp_pat
     seen = spy_on_sample(monkeypatch)
     out = tmp_path / "options.wav"
     settings = {f"sample.{name}": str(value).lower() for name, value in NON_DEFAULT.items()}
-    assert main(base_args(files, out, seed="7", **settings)) == 0
+    assert main(base_args(files, out, **{"sample.seed": "7"}, **settings)) == 0
     assert seen == [(SamplerOptions(**NON_DEFAULT), 7)]
     assert sf.info(out).frames == expected_samples(speed=NON_DEFAULT["speed"])
 
@@ -106,7 +106,9 @@ def test_every_sampler_setting_on_the_command_line_reaches_sample(files, tmp_pat
 def test_contract_keys_and_free_text_reach_the_config(files, tmp_path):
     text = 'She said: "no, [really], x=1" - fine!'
     cfg = compose_infer_config(
-        base_args(files, tmp_path / "o.wav", text=text, vocoder_path="/some/dir", vocoder="vocos")
+        base_args(
+            files, tmp_path / "o.wav", text=text, **{"sample.vocoder_source": "/some/dir", "sample.vocoder": "vocos"}
+        )
         + [
             "sample.steps=7",
             "sample.cfg_strength=1.5",
@@ -128,7 +130,14 @@ def test_contract_keys_and_free_text_reach_the_config(files, tmp_path):
 def test_help_lists_the_contract(capsys):
     assert main(["--help"]) == 0
     shown = capsys.readouterr().out
-    for key in ("model=PATH", "ref_audio", "vocoder_path", "sample.cfg_zero_init_steps", "seed", "device"):
+    for key in (
+        "model=PATH",
+        "ref_audio",
+        "sample.vocoder_source",
+        "sample.cfg_zero_init_steps",
+        "sample.seed",
+        "device",
+    ):
         assert key in shown
 
 
@@ -174,7 +183,7 @@ BAD_INPUTS = {
     "bad steps": (lambda f, t: {"sample.steps": "0"}, r"sample\.steps=0 is not valid"),
     "bad method": (lambda f, t: {"sample.method": "rk4"}, r"sample\.method='rk4' is not valid"),
     "zero-init too long": (lambda f, t: {"sample.cfg_zero_init_steps": "3"}, r"cfg_zero_init_steps=3 is not valid"),
-    "bad vocoder": (lambda f, t: {"vocoder": "wavenet"}, r"sample\.vocoder='wavenet' is not valid"),
+    "bad vocoder": (lambda f, t: {"sample.vocoder": "wavenet"}, r"sample\.vocoder='wavenet' is not valid"),
     "text and text file": (lambda f, t: {"text_file": str(t / "t.txt")}, r"exactly one of text=STR and text_file=PATH"),
     "negative cross-fade": (lambda f, t: {"cross_fade": "-0.1"}, r"cross_fade=-0\.1 is not valid"),
     "bad dtype": (lambda f, t: {"dtype": "fp8"}, r"dtype='fp8' is not valid; choose one of: auto, fp32"),

@@ -46,9 +46,9 @@ def synth(files) -> f5lite.Synthesizer:
 def test_compile_option_compiles_the_loaded_backbone(files, monkeypatch):
     compiled = []
     monkeypatch.setattr(synthesizer_module, "apply_inference_compile", compiled.append)
-    synth = f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffinlim", device="cpu", compile=True)
+    synth = f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffin_lim", device="cpu", compile=True)
     assert compiled == [synth.backbone]
-    f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffinlim", device="cpu")
+    f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffin_lim", device="cpu")
     assert len(compiled) == 1  # off by default
 
 
@@ -75,21 +75,12 @@ def test_every_sampler_setting_reaches_sample(synth, files, monkeypatch):
     assert wave.shape[0] == expected_samples(speed=NON_DEFAULT["speed"])  # speed sets the duration here
 
 
-def test_legacy_keywords_of_synthesize_still_work_with_a_deprecation_warning(synth, files, monkeypatch):
-    seen = spy_on_sample(monkeypatch)
-    renamed = {"sway": "sway_sampling_coef"}
-    legacy = {renamed.get(name, name): value for name, value in NON_DEFAULT.items()}
-    with pytest.warns(DeprecationWarning) as caught:
-        old, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, seed=4, **legacy)
-    assert len(caught) == 1 and caught[0].filename == __file__
-    assert "synthesize(" in str(caught[0].message) and "sway=0.5" in str(caught[0].message)
-    new, _ = synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, f5lite.SamplerOptions(**NON_DEFAULT), seed=4)
-    assert seen == [(f5lite.SamplerOptions(**NON_DEFAULT), 4)] * 2
-    assert torch.equal(old, new)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="speed=0 is not valid"):
-        synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, speed=0)
-    with pytest.raises(TypeError, match="unexpected keyword arguments: cfg"):
-        synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, cfg=2.0)
+def test_the_settings_come_in_one_sampler_options(synth, files):
+    for old in ("steps", "sway_sampling_coef", "speed"):  # the keywords of earlier versions are gone
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{old}'"):
+            synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, seed=4, **{old: 1})
+    with pytest.raises(TypeError, match="options must be a SamplerOptions or None, got dict"):
+        synth.synthesize(GEN_TEXT, files["ref"], REF_TEXT, {"steps": 2})  # type: ignore[arg-type]
 
 
 def test_reference_as_waveform_equals_reference_as_file(synth, files):
@@ -122,10 +113,12 @@ def test_long_text_is_chunked_and_cross_faded(synth, files, monkeypatch, capsys)
 
 
 def test_griffin_lim_by_name_and_vocoder_checks(files):
-    synth = f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffinlim", device="cpu")
+    synth = f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffin_lim", device="cpu")
     assert isinstance(synth.vocoder, GriffinLimVocoder)
-    with pytest.raises(ValueError, match="vocoder_path is for vocos"):
+    with pytest.raises(ValueError, match="vocoder_source is for vocos"):
         f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffin_lim", vocoder_source="x")
+    with pytest.raises(ValueError, match="^vocoder=griffinlim is no longer accepted; write vocoder=griffin_lim$"):
+        f5lite.Synthesizer.from_pretrained(files["export"], vocoder="griffinlim")
     with pytest.raises(ValueError, match="makes 'vocos' mels but the vocoder expects 'bigvgan'"):
         f5lite.Synthesizer(synth.backbone, synth.encoder, GriffinLimVocoder("bigvgan"), "vocos")
     with pytest.raises(FileNotFoundError, match="Vocos directory not found"):

@@ -13,8 +13,8 @@ from support.tiny_models import tiny_backbone, tiny_batch
 from f5lite.models.distill import STUDENT_PREFIX, StudentBackbone
 from f5lite.sampling import SamplerOptions, sample
 from f5lite.sampling.distill import two_step_target
-from f5lite.sampling.guidance import guided_field
-from f5lite.sampling.ode import integrate
+from f5lite.sampling.guidance import velocity_field
+from f5lite.sampling.ode import solve
 from f5lite.sampling.schedules import time_grid
 
 FAMILIES = ("dit", "mmdit", "unett")
@@ -56,8 +56,8 @@ def test_the_target_is_two_guided_euler_steps_of_the_sampler() -> None:
     target = two_step_target(
         teacher, x, cond, text, torch.full((b,), t), torch.full((b,), d), torch.full((b,), w), mask
     )
-    field = guided_field(teacher, cond, text, mask, w)
-    end = integrate(field, x, torch.tensor([t, t + d / 2, t + d]), "euler")
+    field = velocity_field(teacher, cond, text, mask, w)
+    end = solve(field, x, torch.tensor([t, t + d / 2, t + d]), "euler")
     expected = (end - x) / d
     assert (target - expected).abs().max() <= bound(expected)
     # Per-sample settings: each row is its own two steps.
@@ -140,8 +140,8 @@ def test_a_student_export_runs_with_its_own_settings_in_every_tool(
     assert load_pretrained(export)[0].state_dict().keys() == loaded.backbone.state_dict().keys()
 
     grids: list[int] = []
-    solve = sampler_module._student_solve
-    monkeypatch.setattr(sampler_module, "_student_solve", lambda *a: grids.append(a[4].shape[0] - 1) or solve(*a))
+    check = sampler_module._check_student
+    monkeypatch.setattr(sampler_module, "_check_student", lambda *a: grids.append(a[1]) or check(*a))
     synthesizer = Synthesizer.from_pretrained(out, "griffin_lim", device="cpu", compile=False)
     synthesizer.synthesize("DEAF CAB.", make_reference(tmp_path), "ABC 12. ", seed=0)
     synthesizer.synthesize("DEAF CAB.", make_reference(tmp_path), "ABC 12. ", SamplerOptions(steps=8), seed=0)

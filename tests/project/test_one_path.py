@@ -22,7 +22,8 @@ ONE_DEFINITION = (
     "make_reference",  # a reference clip made ready for the model (f5lite.infer.reference)
     "Synthesizer",  # the one synthesis path: reference, plan, generate, stream
     "with_model_defaults",  # a distilled student's own settings
-    "compose_sample_args",  # `sample.*` keys beside a tool's flags
+    "compose_tool_config",  # a tool's `key=value` arguments (the model, the sampler) beside its flags
+    "refuse_removed_flags",  # a tool's flags of earlier versions
     "guided_velocity",  # classifier-free guidance
     "atomic_path",  # write, then rename over the target
 )

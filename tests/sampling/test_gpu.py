@@ -29,7 +29,7 @@ def fixture_model() -> torch.nn.Module:
 
 def test_seeded_noise_equals_f5tts_draws_on_cuda():
     # F5-TTS calls torch.manual_seed(seed) then torch.randn on the device, per sample.
-    noise = sampler_module._initial_noise(torch.tensor([30, 20]), 100, 1234, torch.float32, torch.device("cuda"))
+    noise = sampler_module.initial_noise(torch.tensor([30, 20], device="cuda"), 100, seed=1234)
     for i, frames in enumerate((30, 20)):
         torch.manual_seed(1234)
         assert torch.equal(noise[i, :frames], torch.randn(frames, 100, device="cuda"))

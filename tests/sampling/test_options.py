@@ -12,7 +12,7 @@ import torch
 import f5lite
 import f5lite.sampling
 from f5lite.config import compose_config
-from f5lite.sampling.options import LEGACY_KEYWORDS, OPTION_NAMES, SamplerOptions, merge_legacy_keywords
+from f5lite.sampling.options import OPTION_NAMES, SamplerOptions
 
 # field -> (a bad value, the other fields it needs to be bad, what the message says)
 BAD_VALUES = {
@@ -74,19 +74,6 @@ def test_every_option_is_a_sample_config_key_of_the_same_name():
     assert config.sample.sampler_options() == SamplerOptions(steps=5, schedule="epss", sway=None, speed=2.0)
     sample_keys = {field.name for field in dataclasses.fields(config.sample)}
     assert sample_keys - set(OPTION_NAMES) == {"seed", "vocoder", "vocoder_source"}  # per call or not the sampler's
-
-
-def test_legacy_keywords_fold_into_options_with_the_new_spelling():
-    assert LEGACY_KEYWORDS["sway_sampling_coef"] == "sway"
-    base = SamplerOptions(steps=7)
-    assert merge_legacy_keywords(base, {}, "f") is base
-    assert merge_legacy_keywords(None, {}, "f") == SamplerOptions()
-    with pytest.warns(DeprecationWarning, match=r"f\(sway_sampling_coef=\.\.\.\) is deprecated; .*sway=None"):
-        assert merge_legacy_keywords(base, {"sway_sampling_coef": None}, "f") == SamplerOptions(steps=7, sway=None)
-    with pytest.raises(TypeError, match=r"f\(\) got unexpected keyword arguments: speed"):
-        merge_legacy_keywords(None, {"speed": 2.0}, "f", accepted=("steps",))
-    with pytest.raises(TypeError, match="options must be a SamplerOptions or None, got dict"):
-        merge_legacy_keywords({"steps": 2}, {}, "f")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

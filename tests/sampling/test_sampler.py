@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import threading
-import warnings
 from pathlib import Path
 
 import pytest
@@ -81,7 +80,7 @@ def test_reproduces_f5tts_sample_from_its_seed(fixture_model, recorded, case):
     # The fixture's draws come from torch's AVX2 normal sampler, whose log and cos round differently from the
     # portable kernel's (3.7 epsilon of the range measured); test_seeded_noise_is_f5tts_own_noise_on_this_machine
     # checks them bit for bit against F5-TTS's code on this machine.
-    noise = sampler_module._initial_noise(recorded[f"{case}_duration"], 100, 1234, torch.float32, torch.device("cpu"))
+    noise = sampler_module.initial_noise(recorded[f"{case}_duration"], 100, seed=1234)
     assert_golden(noise, recorded[f"{case}_y0"], range_ulps=16, what=f"{case} noise")
     state = torch.get_rng_state()
     out = run_case(fixture_model, recorded, case, seed=1234)
@@ -103,7 +102,7 @@ def test_seeded_noise_is_f5tts_own_noise_on_this_machine(recorded, case):
         cfg_strength=0.0,  # the noise comes before any guidance; no guidance keeps the stand-in backbone simple
         seed=1234,
     )
-    noise = sampler_module._initial_noise(recorded[f"{case}_duration"], 100, 1234, torch.float32, torch.device("cpu"))
+    noise = sampler_module.initial_noise(recorded[f"{case}_duration"], 100, seed=1234)
     assert torch.equal(noise, trajectory[0])
 
 
@@ -169,8 +168,8 @@ def test_zero_init_equals_starting_the_solve_later(recorded, model):
     ref, text, noise = recorded["s1_ref_mel"], recorded["s1_text"], recorded["s1_y0"]
     out = f5lite.sample(model, ref, text, 100, SamplerOptions(steps=8, cfg_zero_init_steps=2), noise=noise)
     grid = time_grid(8)
-    field = guidance_module.guided_field(model, torch.cat((ref, torch.zeros(1, 60, 100)), 1), text, None, 2.0)
-    manual = sampler_module.integrate(field, noise, grid[2:], "euler")
+    field = guidance_module.velocity_field(model, torch.cat((ref, torch.zeros(1, 60, 100)), 1), text, None, 2.0)
+    manual = sampler_module.solve(field, noise, grid[2:], "euler")
     assert torch.equal(out[:, 40:], manual[:, 40:])
 
 
@@ -299,46 +298,7 @@ def test_bad_inputs_are_refused(recorded, model):
         f5lite.sample(model, ref, text, 100, SamplerOptions(steps=2, method="heun"))
     with pytest.raises(TypeError, match="options must be a SamplerOptions"):
         f5lite.sample(model, ref, text, 100, {"steps": 2})  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="unexpected keyword arguments: speed"):
-        f5lite.sample(model, ref, text, 100, speed=2.0)  # durations are given: speed never was a keyword here
-    with pytest.raises(TypeError, match="unexpected keyword arguments: sway_coef"):
-        f5lite.sample(model, ref, text, 100, sway_coef=-1.0)
-
-
-# Every old keyword, with a value that is not its default, and the option it became.
-LEGACY = {
-    "steps": ("steps", 5),
-    "method": ("method", "midpoint"),
-    "schedule": ("schedule", "epss"),
-    "sway_sampling_coef": ("sway", None),
-    "cfg_strength": ("cfg_strength", 1.5),
-    "cfg_zero_init_steps": ("cfg_zero_init_steps", 1),
-    "cfg_zero_star": ("cfg_zero_star", True),
-}
-
-
-def test_legacy_keywords_still_work_with_a_deprecation_warning(recorded, model):
-    ref, text, lens = recorded["s3_ref_mel"], recorded["s3_text"], recorded["s3_lens"]
-    legacy = {key: value for key, (_, value) in LEGACY.items()}
-    options = SamplerOptions(**dict(LEGACY.values()))
-    with pytest.warns(DeprecationWarning) as caught:
-        old = f5lite.sample(model, ref, text, [60, 50], lens=lens, seed=0, **legacy)
-    assert len(caught) == 1 and caught[0].filename == __file__  # attributed to the caller's line
-    message = str(caught[0].message)
-    assert "sample(" in message and "sway_sampling_coef=..." in message and "sway=None" in message
-    assert "options=SamplerOptions(" in message
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        new = f5lite.sample(model, ref, text, [60, 50], options, lens=lens, seed=0)
-    assert torch.equal(old, new)
-    # A keyword overrides that setting of the options given with it; the others stay.
-    with pytest.warns(DeprecationWarning, match=r"SamplerOptions\(steps=2\)"):
-        mixed = f5lite.sample(
-            model, ref, text, [60, 50], SamplerOptions(steps=5, cfg_strength=0), lens=lens, seed=0, steps=2
-        )
-    assert torch.equal(
-        mixed, f5lite.sample(model, ref, text, [60, 50], SamplerOptions(steps=2, cfg_strength=0), lens=lens, seed=0)
-    )
-    # An invalid old-style value is refused by SamplerOptions' own check.
-    with pytest.raises(ValueError, match="cfg_zero_init_steps=4 is not valid"), pytest.warns(DeprecationWarning):
-        f5lite.sample(model, ref, text, 100, steps=4, cfg_zero_init_steps=4)
+    # The keywords of earlier versions are gone: the settings come in one SamplerOptions.
+    for old in ("steps", "sway_sampling_coef", "cfg_strength"):
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{old}'"):
+            f5lite.sample(model, ref, text, 100, **{old: 1})

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from f5lite.sampling.sde import masked_mean, sde_rollout, step_kl, step_log_prob, step_mean_std
+from f5lite.sampling.ode import solve
+from f5lite.sampling.sde import masked_mean, step_kl, step_log_prob, step_mean_std
 
 
 def gaussian_velocity(mu: float, sigma: float):  # type: ignore[no-untyped-def]
@@ -17,7 +18,7 @@ def gaussian_velocity(mu: float, sigma: float):  # type: ignore[no-untyped-def]
     c = Cov(x1 - x0, x_t) / Var(x_t) = (t sigma^2 - (1 - t)) / ((1 - t)^2 + t^2 sigma^2).
     """
 
-    def field(t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    def field(t: torch.Tensor, x: torch.Tensor, dt: torch.Tensor | None = None) -> torch.Tensor:
         var = (1 - t) ** 2 + t**2 * sigma**2
         return mu + (t * sigma**2 - (1 - t)) / var * (x - t * mu)
 
@@ -31,7 +32,7 @@ def test_the_sde_keeps_the_ode_s_marginals(noise_level: float) -> None:
     g = torch.Generator().manual_seed(0)
     x0 = torch.randn(20_000, 1, 1, dtype=torch.float64, generator=g)
     grid = torch.linspace(0, 1, 101, dtype=torch.float64)
-    states = sde_rollout(gaussian_velocity(2.0, 0.5), x0, grid, noise_level, g)
+    states = solve(gaussian_velocity(2.0, 0.5), x0, grid, noise_level=noise_level, generator=g, trajectory=True)
     assert states.shape == (101, 20_000, 1, 1) and torch.equal(states[0], x0)
     final = states[-1].flatten()
     assert abs(float(final.mean()) - 2.0) < 0.02  # the mean's standard error is 0.5 / sqrt(20k) = 0.0035
@@ -61,25 +62,36 @@ def test_a_step_s_outcomes_have_the_mean_and_spread_of_its_density() -> None:
     x = torch.full((20_000, 1, 3), 0.5)
     grid = torch.tensor([0.2, 0.45])
     v = torch.tensor([1.0, -2.0, 0.0])
-    states = sde_rollout(lambda t, s: v.expand_as(s), x, grid, 1.3, torch.Generator().manual_seed(2))
+    g = torch.Generator().manual_seed(2)
+    states = solve(lambda t, s, dt: v.expand_as(s), x, grid, noise_level=1.3, generator=g, trajectory=True)
     mean, std = step_mean_std(x[:1], v.expand(1, 1, 3), grid[0], grid[1] - grid[0], 1.3)
     outcome = states[1]
     assert torch.allclose(outcome.mean(dim=0), mean[0], atol=0.01)  # std 0.52 / sqrt(20k) = 0.004
     assert torch.allclose(outcome.std(dim=0), std.expand(1, 3), rtol=0.03)
 
 
-def test_past_its_stochastic_steps_a_rollout_takes_the_ode_s_euler_steps() -> None:
-    # GRPO's window: two takes from one start differ by the first steps' draws, and after them each moves as the ODE.
+@pytest.mark.parametrize("method", ["euler", "midpoint"])
+def test_past_its_stochastic_steps_a_rollout_takes_the_ode_s_steps(method: str) -> None:
+    # GRPO's window: two takes from one start differ by the first steps' draws, and after them each moves as the
+    # sampler's ODE does, with the sampler's method.
     field = gaussian_velocity(2.0, 0.5)
     x0 = torch.randn(1, 6, 3, generator=torch.Generator().manual_seed(3)).expand(2, 6, 3)
     grid = torch.linspace(0, 1, 6)
-    states = sde_rollout(field, x0, grid, 0.9, torch.Generator().manual_seed(4), stochastic_steps=2)
+    g = torch.Generator().manual_seed(4)
+    states = solve(field, x0, grid, method, noise_level=0.9, stochastic_steps=2, generator=g, trajectory=True)
     assert torch.equal(states[0, 0], states[0, 1])
     for k in range(1, 3):  # the stochastic steps: the two takes part
         assert float((states[k, 0] - states[k, 1]).abs().min()) > 1e-4
-    for k in range(2, 5):  # the rest: x' = x + dt v(t, x), exactly
+    t, dt = grid[0], grid[1] - grid[0]  # a stochastic step is Euler-Maruyama's whatever the method: its mean is Euler's
+    mean, _ = step_mean_std(x0, field(t, x0), t, dt, 0.9)
+    assert not torch.equal(states[1], mean)
+    for k in range(2, 5):  # the rest: the ODE's steps, exactly
         t, dt = grid[k], grid[k + 1] - grid[k]
-        assert torch.equal(states[k + 1], states[k] + dt * field(t, states[k]))
+        if method == "euler":
+            expected = states[k] + dt * field(t, states[k])
+        else:
+            expected = states[k] + dt * field(t + dt / 2, states[k] + dt / 2 * field(t, states[k]))
+        assert torch.equal(states[k + 1], expected)
 
 
 def test_the_kl_of_two_steps_is_their_mean_gap_over_twice_the_variance() -> None:

@@ -32,7 +32,9 @@ LONG = "The kettle started to whistle. Please leave your boots by the door. We w
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, dict[str, str]]]:
     root = tmp_path_factory.mktemp("serve")
     voices, texts = make_voices(root)
-    with server(root, "--voices", str(voices), "--api-key", KEY, "--voice-upload", "sample.steps=4", "seed=5") as url:
+    with server(
+        root, "--voices", str(voices), "--api-key", KEY, "--voice-upload", "sample.steps=4", "sample.seed=5"
+    ) as url:
         yield url, voices, texts
 
 
@@ -175,7 +177,7 @@ def test_a_missing_or_wrong_key_is_refused_but_health_needs_none(served) -> None
 def test_a_second_server_on_a_taken_port_stops_at_once_in_one_line(served) -> None:
     port = served[0].rsplit(":", 1)[1]
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "f5lite.serve", "no-such-model", "--port", port],
+    done = subprocess.run([sys.executable, "-m", "f5lite.serve", "model=no-such-model", "--port", port],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 2 and time.monotonic() - started < 30
     assert done.stderr.strip().splitlines()[-1] == (

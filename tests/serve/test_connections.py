@@ -21,6 +21,7 @@ import httpx  # noqa: E402
 from support.serve_assets import make_voices, server_log, server_process  # noqa: E402
 
 from f5lite.serve.cli import _parser, _settings  # noqa: E402
+from f5lite.serve.config import compose_serve_config  # noqa: E402
 
 HEADER_TIMEOUT = 2.0
 BODY_TIMEOUT = 4.0
@@ -152,10 +153,12 @@ def test_only_a_host_this_server_answers_to_is_served(served: Served) -> None:
 
 
 def test_the_host_flag_is_a_name_requests_may_give() -> None:
-    settings = _settings(_parser().parse_args(["model", "--host", "tts-box.lan", "--allow-host", ALLOWED]))
+    args = _parser().parse_args(["model=m", "--host", "tts-box.lan", "--allow-host", ALLOWED])
+    settings = _settings(args, compose_serve_config(args.settings))
     assert settings.allowed_hosts == ("tts-box.lan", ALLOWED)
     with pytest.raises(ValueError, match="bare name such as tts.example"):
-        _settings(_parser().parse_args(["model", "--allow-host", "https://tts.example"]))
+        args = _parser().parse_args(["model=m", "--allow-host", "https://tts.example"])
+        _settings(args, compose_serve_config(args.settings))
 
 
 def open_files(pid: int) -> int:

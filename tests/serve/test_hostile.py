@@ -302,7 +302,7 @@ def test_an_upload_being_transcribed_does_not_stop_other_requests(served) -> Non
 
 
 def test_uploads_on_an_address_others_reach_need_a_key(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "f5lite.serve", "no-such-model", "--voice-upload", "--host",
+    done = subprocess.run([sys.executable, "-m", "f5lite.serve", "model=no-such-model", "--voice-upload", "--host",
                            "0.0.0.0", "--port", str(free_port())], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip() == (

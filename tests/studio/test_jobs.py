@@ -281,7 +281,7 @@ def test_every_allowed_override_is_a_setting_of_the_trainer_and_none_is_a_path()
     from dataclasses import fields, is_dataclass
 
     from f5lite.config.model import MODEL_SCHEMAS
-    from f5lite.config.schema import TrainConfig
+    from f5lite.config.train_run import TrainConfig
 
     def keys(schema: type, prefix: str = "") -> set[str]:
         found = set()

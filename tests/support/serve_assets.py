@@ -61,7 +61,16 @@ def server_process(
     port = free_port()
     log = (root / f"server-{port}.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "f5lite.serve", str(export), "sample.vocoder=griffin_lim", "--port", str(port), *args],
+        [
+            sys.executable,
+            "-m",
+            "f5lite.serve",
+            f"model={export}",
+            "sample.vocoder=griffin_lim",
+            "--port",
+            str(port),
+            *args,
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
         preexec_fn=_file_limit(open_files),

@@ -52,7 +52,7 @@ class Studio:
 
     def start(self) -> Client:
         """Start the studio; return a client once the page answers."""
-        args = ["--root", str(self.root), "--port", str(self.port), "sample.vocoder=griffin_lim", "--device", "cpu"]
+        args = ["--root", str(self.root), "--port", str(self.port), "sample.vocoder=griffin_lim", "device=cpu"]
         if self.auth and STUDIO_AUTH_ENV not in self.env:
             args += ["--auth", ":".join(self.auth)]
         log = open(self.root.parent / f"studio-{self.port}.log", "ab")  # noqa: SIM115 - closed with the process

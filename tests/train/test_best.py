@@ -12,7 +12,7 @@ from support.trainer_helpers import checkpoint_meta, make
 
 import f5lite.train.evaluation as evaluation_module
 from f5lite.config import compose_config
-from f5lite.config.schema import PROMPT_PREFIX
+from f5lite.config.ckpt import PROMPT_PREFIX
 from f5lite.metrics.items import METRIC_KEYS
 from f5lite.storage.store import CheckpointStore
 from f5lite.train.best import BestTracker, lower_is_better

@@ -102,11 +102,10 @@ def states(module: torch.nn.Module) -> dict[str, torch.Tensor]:
 def test_the_second_stage_starts_from_the_student_and_its_teacher_averages_it(
     first_stage: Path, tmp_path: Path
 ) -> None:
-    # `teacher=DIR` is the command line's spelling of distill.teacher.
     cfg = compose_config(
         [*student_overrides(first_stage, tmp_path / "run", "optim.max_updates=2"), "distill.teacher_decay=0.75"]
     )
-    assert compose_config(["+recipe=distill", f"teacher={first_stage}"]).distill.teacher == str(first_stage)
+    assert compose_config(["+recipe=distill", f"distill.teacher={first_stage}"]).distill.teacher == str(first_stage)
     trainer = Trainer(cfg)
     stage_one_model = load_source(first_stage).backbone
     # The export says what it was distilled for (the recipe's step counts and guidance range).

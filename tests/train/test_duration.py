@@ -82,7 +82,7 @@ RULE = estimate_duration(REF_FRAMES, REF_TEXT, GEN_TEXT)
 
 
 def speak(files: dict[str, Path], model: str, seconds: float | None = None, speed: float = 1.0, **kwargs: Any) -> None:
-    synth = f5lite.Synthesizer.from_pretrained(files[model], vocoder="griffinlim", **kwargs)
+    synth = f5lite.Synthesizer.from_pretrained(files[model], vocoder="griffin_lim", **kwargs)
     options = SamplerOptions(steps=2, cfg_strength=0.0, speed=speed)
     synth.synthesize(GEN_TEXT, str(files["ref"]), REF_TEXT, options, seed=0, seconds=seconds)
 
@@ -129,7 +129,7 @@ def test_given_seconds_win_over_predictor_and_speed(files, monkeypatch) -> None:
 
 def test_given_seconds_are_shared_by_the_chunks(files, monkeypatch) -> None:
     seen = durations(monkeypatch)
-    synth = f5lite.Synthesizer.from_pretrained(files["old"], vocoder="griffinlim")
+    synth = f5lite.Synthesizer.from_pretrained(files["old"], vocoder="griffin_lim")
     text = "A CAB. " * 3 + "DEAF CAB, A BED, A FACE AND A BEAD."
     monkeypatch.setattr(synthesizer_module, "max_chunk_bytes", lambda *a: 12)
     synth.synthesize(text, str(files["ref"]), REF_TEXT, FAST, seed=0, seconds=3.0)

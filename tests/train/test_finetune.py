@@ -53,7 +53,10 @@ def test_vocab_grows_and_old_rows_are_kept(data_dir: Path, tmp_path: Path) -> No
     wav = tmp_path / "out.wav"
     ref = DEMO / "audio" / "us_male" / "000_us_male.ogg"
     args = [f"model={tmp_path / 'run' / 'export'}", f"ref_audio={ref}", "ref_text=The kettle.", "text=Hello there."]
-    assert infer([*args, f"output={wav}", "vocoder=griffinlim", "sample.steps=2", "seed=1", "device=cpu"]) == 0
+    assert (
+        infer([*args, f"output={wav}", "sample.vocoder=griffin_lim", "sample.steps=2", "sample.seed=1", "device=cpu"])
+        == 0
+    )
     assert wav.stat().st_size > 1000
 
 
@@ -215,4 +218,7 @@ def test_adapter_only_export(data_dir: Path, tmp_path: Path) -> None:
     wav = tmp_path / "adapter.wav"
     ref = DEMO / "audio" / "us_male" / "000_us_male.ogg"
     args = [f"model={run / 'export'}", f"ref_audio={ref}", "ref_text=The kettle.", "text=Hello there."]
-    assert infer([*args, f"output={wav}", "vocoder=griffinlim", "sample.steps=2", "seed=1", "device=cpu"]) == 0
+    assert (
+        infer([*args, f"output={wav}", "sample.vocoder=griffin_lim", "sample.steps=2", "sample.seed=1", "device=cpu"])
+        == 0
+    )

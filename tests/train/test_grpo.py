@@ -22,11 +22,13 @@ from safetensors.torch import load_file
 from support.scripts import load_script
 from support.trainer_helpers import make
 
+import f5lite
 from f5lite.config import compose_config
 from f5lite.metrics.asr import load_recognizer
 from f5lite.models.cfm import CFM
 from f5lite.paths import demo_dir
-from f5lite.sampling.sde import sde_rollout, step_kl, step_log_prob, step_mean_std
+from f5lite.sampling import SamplerOptions, solve
+from f5lite.sampling.sde import step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import load_source
 from f5lite.train import Trainer, TrainingStopped
 from f5lite.train.grpo import Grpo, flow_terms, group_advantages, grpo_loss
@@ -65,7 +67,8 @@ def test_grpo_moves_a_policy_towards_the_samples_its_reward_prefers() -> None:
     mask = torch.ones(8, 4, dtype=torch.bool)
     for _ in range(20):
         x0 = torch.randn(8, 4, 2, generator=g)
-        states = sde_rollout(lambda t, x, x0=x0: offset.detach() - x0, x0, grid, 0.7, g)
+        field = lambda t, x, dt=None, x0=x0: offset.detach() - x0  # noqa: E731
+        states = solve(field, x0, grid, noise_level=0.7, generator=g, trajectory=True)
         advantages = group_advantages(states[-1].mean(dim=(1, 2))[None])[0]
         k = int(torch.randint(4, (), generator=g))
         t, dt = grid[k], grid[k + 1] - grid[k]
@@ -129,7 +132,7 @@ def policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def grpo_overrides(policy: Path, run: Path, *extra: str) -> list[str]:
     return [
         "+recipe=grpo", f"init.weights={policy}", f"data.dir={demo_dir()}", f"run_dir={run}",
-        f"grpo.prompts={demo_dir() / 'val' / 'testset.txt'}", "grpo.group=2", "grpo.steps=3", "grpo.train_steps=2",
+        f"grpo.prompts={demo_dir() / 'val' / 'testset.txt'}", "grpo.group=2", "grpo.sample.steps=3", "grpo.train_steps=2",
         "grpo.rewards.wer=0", "optim.lr=1e-3", "eval.every=0", "logger.every=1", "ckpt.every=100", "perf.precision=no",
         *extra,
     ]  # fmt: skip
@@ -283,7 +286,7 @@ def test_a_group_s_takes_share_their_start_and_part_only_in_the_trained_steps(
         after = states[1, group]
         assert not torch.equal(after[0], after[1])  # the first step is stochastic ...
     assert not torch.equal(states[0, 0], states[0, 3])  # ... and each group has its own start
-    assert windows == [2]  # ... and the rest are the ODE's (as `sde_rollout` is tested to take them)
+    assert windows == [2]  # ... and the rest are the ODE's (as `solve` is tested to take them)
 
 
 def test_with_the_flow_likelihood_each_take_has_a_start_of_its_own_and_the_ode_draws_nothing_more(
@@ -301,23 +304,53 @@ def recorded_rollouts(
 ) -> tuple[list[torch.Tensor], list[object]]:
     """The states of the rollouts of one update (2 prompts, groups of 3, 4 steps, 2 trained) and their windows."""
     trainer = Trainer(compose_config(grpo_overrides(policy, tmp_path / "run", "grpo.prompts_per_update=2",
-                                                    "grpo.group=3", "grpo.steps=4", "grpo.train_steps=2", *extra)))  # fmt: skip
+                                                    "grpo.group=3", "grpo.sample.steps=4", "grpo.train_steps=2", *extra)))  # fmt: skip
     grpo = trainer.objective.grpo
     assert grpo is not None
     seen: list[torch.Tensor] = []
     windows: list[object] = []
+    rollout, solve_frames = grpo.rollout, f5lite.sampling.sampler.solve_frames
 
-    def recording(*args: object, **kwargs: object) -> torch.Tensor:
-        states = sde_rollout(*args, **kwargs)  # type: ignore[arg-type]
-        seen.append(states)
-        windows.append(kwargs.get("stochastic_steps"))
-        return states
+    def recording_rollout(*args: Any, **kwargs: Any) -> Any:
+        takes = rollout(*args, **kwargs)
+        seen.append(takes.states)
+        return takes
 
-    monkeypatch.setattr("f5lite.train.grpo.sde_rollout", recording)
+    def recording_solve(*args: Any, **kwargs: Any) -> torch.Tensor:
+        windows.append(kwargs["stochastic_steps"] if kwargs["noise_level"] > 0 else 0)
+        return solve_frames(*args, **kwargs)
+
+    monkeypatch.setattr(grpo, "rollout", recording_rollout)
+    monkeypatch.setattr("f5lite.train.grpo.solve_frames", recording_solve)
     unused = torch.zeros(1, 1, 100), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, dtype=torch.long)
     with torch.no_grad():
         grpo(*unused, generator=torch.Generator().manual_seed(0))
     return seen, windows
+
+
+@pytest.mark.parametrize("likelihood", ["sde", "flow"])
+def test_a_rollout_without_noise_is_what_the_sampler_gives_users_bit_for_bit(
+    policy: Path, tmp_path: Path, likelihood: str
+) -> None:
+    # The takes RL scores are the sampler's: the rollout steps with the run's sampler settings (method, grid,
+    # guidance, CFG-Zero*, zero-init steps), so at noise level 0 a take is `sample` from the take's start.
+    options = SamplerOptions(steps=5, method="midpoint", schedule="uniform", sway=None, cfg_strength=1.5,
+                             cfg_zero_init_steps=1, cfg_zero_star=True)  # fmt: skip
+    cfg = compose_config(grpo_overrides(
+        policy, tmp_path / "run", f"grpo.likelihood={likelihood}", "grpo.sample.steps=5", "grpo.sample.cfg_strength=1.5",
+        "grpo.sample.method=midpoint", "grpo.sample.schedule=uniform", "grpo.sample.sway=null",
+        "grpo.sample.cfg_zero_init_steps=1", "grpo.sample.cfg_zero_star=true",
+    ))  # fmt: skip
+    grpo = Trainer(cfg).objective.grpo
+    assert grpo.options == options
+    grpo.settings.noise_level = 0.0  # below what a run accepts (a step's density needs noise): the sampler's ODE
+    takes = grpo.rollout(grpo.pieces[:2], torch.Generator().manual_seed(0))
+    cond, ids, durations, lens = grpo.synthesizer.inputs([piece for piece in grpo.pieces[:2] for _ in range(2)])
+    expected = f5lite.sample(grpo.transformer, cond, ids, durations, options, lens=lens, noise=takes.states[0])
+    assert torch.equal(takes.frame.keep_reference(takes.states[-1]), expected)
+    # Its starts are drawn as the sampler draws noise: zero past each take's duration.
+    past = torch.arange(takes.states.shape[2])[None] >= takes.frame.durations[:, None]
+    assert past.any() and not takes.states[0][past].any()
 
 
 @pytest.mark.heavy
@@ -329,7 +362,7 @@ def test_grpo_spread_scores_takes_from_one_start_apart_from_takes_from_many(poli
     code = spread.main([
         "--start", str(policy), "--corpus", str(demo_dir()), "--prompts", "2", "--threads", "1", "--out", str(out),
         "--set", f"grpo.prompts={demo_dir() / 'val' / 'testset.txt'}", "eval.asr=pocketsphinx", "grpo.group=3",
-        "grpo.steps=3", "grpo.train_steps=1", "grpo.noise_level=0.001",
+        "grpo.sample.steps=3", "grpo.train_steps=1", "grpo.noise_level=0.001",
     ])  # fmt: skip
     assert code == 0
     result = json.loads(out.read_text())

@@ -171,7 +171,13 @@ def test_run_dir_and_its_exports_synthesize_the_same_audio(tmp_path: Path) -> No
     for weights in (exported, official, from_run):
         assert_same_tensors(weights, ckpt["ema"], "EMA weights")
     ref = next((Path(__file__).parents[2] / "f5lite" / "demo_data" / "audio").rglob("*.ogg"))
-    common = [f"ref_audio={ref}", "ref_text=The kettle started.", "text=A test.", "vocoder=griffinlim", "seed=3"]
+    common = [
+        f"ref_audio={ref}",
+        "ref_text=The kettle started.",
+        "text=A test.",
+        "sample.vocoder=griffin_lim",
+        "sample.seed=3",
+    ]
     common += ["sample.steps=2", "device=cpu"]
     wavs = {}
     sources = {

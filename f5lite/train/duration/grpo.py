@@ -11,7 +11,7 @@ One update, on each rank (the training loop keeps checkpoints, exact resume and 
 `objective=duration`, `f5lite.train.duration.alone`):
 1. Draw `grpo.prompts_per_update` prompts of `grpo.prompts` with the update's generator, laid out as inference does.
 2. Draw `grpo.group` lengths per prompt; the frozen flow model of `init.weights` speaks each, from one start (noise)
-   per group, with the inference sampler (`grpo.steps`, `grpo.cfg_strength`, `sample.schedule`, `sample.sway`),
+   per group, with the inference sampler (`grpo.sample.*`),
    so a group's takes differ only by their length.
 3. Vocode and score the takes (`grpo.rewards`); each take's advantage is its reward against its group's
    (`group_advantages`; `grpo.advantages=positive` keeps only those above 0).
@@ -39,7 +39,8 @@ from f5lite.data.collate import Batch
 from f5lite.infer.plan import WINDOW_FRAMES, Piece
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.models.duration import DurationPredictor
-from f5lite.sampling import effective_durations, sample
+from f5lite.sampling import effective_durations
+from f5lite.sampling.sampler import initial_noise
 from f5lite.text import TextEncoder
 from f5lite.text.vocab import vocab_hash
 from f5lite.train.duration.alone import PredictorObjective, predictor_network, start_predictor
@@ -96,10 +97,8 @@ class DurationGrpo(nn.Module):
         self.rewards = rewards
         self.settings = cfg.grpo
         self.spread = cfg.duration.spread
-        self.options = dataclasses.replace(
-            cfg.sample.sampler_options(), steps=cfg.grpo.steps, cfg_strength=cfg.grpo.cfg_strength
-        )
-        self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer)
+        self.options = cfg.grpo.sample
+        self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer, self.options.speed)
         self._window: list[Tensor] = []
 
     @property
@@ -161,20 +160,13 @@ class DurationGrpo(nn.Module):
             for piece, row in zip(prompts, drawn, strict=True)
             for log_frames in row
         ]
-        cond, ids, durations, lens = synth.inputs(pieces)
-        frames = int(effective_durations(durations, ids, lens).max())
-        # One start per group: a group's takes then differ by their length alone (as the flow model's GRPO does).
-        starts = torch.randn((len(prompts), frames, cond.shape[-1]), device=cond.device, generator=generator)
-        mel = sample(
-            synth.backbone,
-            cond,
-            ids,
-            durations,
-            self.options,
-            lens=lens,
-            noise=starts.repeat_interleave(drawn.shape[1], 0),
-        )
-        waves = synth.decode(mel, pieces)
+        _, ids, durations, lens = synth.inputs(pieces)
+        frames = effective_durations(durations, ids, lens)
+        # One start per group, drawn as the sampler draws its noise: a group's takes then differ by their length
+        # alone (as the flow model's GRPO does); the longest take's frames of it are every take's.
+        longest = frames.view(len(prompts), -1).max(dim=1).values
+        starts = initial_noise(longest, pieces[0].reference.mel.shape[1], generator=generator)
+        waves = synth.generate(pieces, self.options, noise=starts.repeat_interleave(drawn.shape[1], 0))
         return self.rewards.terms(waves, [p.text for p in pieces], [p.reference.wave for p in pieces])
 
     def _sized(self, piece: Piece, log_frames: float) -> Piece:

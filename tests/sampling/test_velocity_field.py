@@ -1,4 +1,4 @@
-"""`guided_field`, the one guided velocity: the sampler integrates it, and the distillation target takes two steps
+"""`velocity_field`, the one velocity: the sampler steps it, and the distillation target takes two steps
 of it, with a guidance scale per sample as well as one number."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import torch
 from support.tiny_models import tiny_backbone, tiny_batch
 
 from f5lite.sampling.distill import two_step_target
-from f5lite.sampling.guidance import guided_field
-from f5lite.sampling.ode import integrate
+from f5lite.sampling.guidance import velocity_field
+from f5lite.sampling.ode import solve
 
 
 def bound(*values: torch.Tensor, ulps: float = 64) -> float:
@@ -24,10 +24,10 @@ def test_per_sample_guidance_and_times_are_each_row_s_own_number(zero_star: bool
     x, cond, text, mask = b["x"], b["cond"], b["text"], b["mask"]
     times, scales = torch.tensor([0.2, 0.7]), torch.tensor([0.5, 2.0])
     with torch.no_grad():
-        v = guided_field(model, cond, text, mask, scales, zero_star)(times, x)
+        v = velocity_field(model, cond, text, mask, scales, zero_star)(times, x)
         for i in range(2):
             rows = slice(i, i + 1)
-            field = guided_field(model, cond[rows], text[rows], mask[rows], float(scales[i]), zero_star)
+            field = velocity_field(model, cond[rows], text[rows], mask[rows], float(scales[i]), zero_star)
             alone = field(times[i], x[rows])
             assert (v[rows] - alone).abs().max() <= bound(alone)
 
@@ -42,8 +42,8 @@ def test_the_target_takes_the_sampler_s_two_guided_half_steps_per_sample() -> No
         rows = slice(i, i + 1)
         t, d = float(times[i]), float(steps[i])
         with torch.no_grad():
-            field = guided_field(teacher, cond[rows], text[rows], mask[rows], float(scales[i]))
-            end = integrate(field, x[rows], torch.tensor([t, t + d / 2, t + d]), "euler")
+            field = velocity_field(teacher, cond[rows], text[rows], mask[rows], float(scales[i]))
+            end = solve(field, x[rows], torch.tensor([t, t + d / 2, t + d]), "euler")
         expected = (end - x[rows]) / d
         assert (target[rows] - expected).abs().max() <= bound(expected, ulps=256)
 
@@ -54,8 +54,8 @@ def test_guidance_zero_is_one_conditional_call_and_a_tensor_always_guides() -> N
     batches: list[int] = []
     model.register_forward_hook(lambda module, args, out: batches.append(args[0].shape[0]))
     with torch.no_grad():
-        conditional = guided_field(model, b["cond"], b["text"], b["mask"], 0.0)(b["time"], b["x"])
-        zeros = guided_field(model, b["cond"], b["text"], b["mask"], torch.zeros(2))(b["time"], b["x"])
+        conditional = velocity_field(model, b["cond"], b["text"], b["mask"], 0.0)(b["time"], b["x"])
+        zeros = velocity_field(model, b["cond"], b["text"], b["mask"], torch.zeros(2))(b["time"], b["x"])
         plain = model(b["x"], b["cond"], b["text"], b["time"], b["mask"])
     assert batches == [2, 4, 2]
     assert torch.equal(conditional, plain)
