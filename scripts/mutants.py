@@ -253,7 +253,7 @@ MUTANTS = (
     Mutant(
         "F",
         "gradient accumulation sums the micro-batch losses",
-        "f5lite/train/flow.py",
+        "f5lite/train/network.py",
         "self.acc.backward(loss / count)",
         "self.acc.backward(loss)",
         (f"{OPTIONS}::test_accumulation_averages_the_micro_batch_gradients",),

@@ -38,6 +38,7 @@ from accelerate import Accelerator
 from torch import Tensor, nn
 
 from f5lite.config import TrainConfig
+from f5lite.config.distill import DistillConfig
 from f5lite.models.cfm import draw_flow_randomness
 from f5lite.models.distill import StudentBackbone
 from f5lite.models.dtypes import WEIGHT_DTYPES
@@ -48,20 +49,19 @@ from f5lite.storage.model_sources import LoadedSource, load_source
 from f5lite.storage.names import TEACHER_GROUP
 from f5lite.text import TextEncoder, Vocab
 from f5lite.text.vocab import vocab_hash
-from f5lite.train.flow import FlowFamily, flow_network
+from f5lite.train.network import FlowFamily, flow_network
 from f5lite.train.objective import Network, Prepared, TensorGroups
 
 log = logging.getLogger(__name__)
 
 
-def load_teacher(cfg: TrainConfig) -> LoadedSource:
+def load_teacher(teacher: str) -> LoadedSource:
     """Read `distill.teacher` (on the CPU, float32).
 
     Raises:
         ValueError: an unreadable teacher.
     """
-    assert cfg.distill.teacher is not None
-    return load_source(cfg.distill.teacher)
+    return load_source(teacher)
 
 
 def is_second_stage(teacher: LoadedSource) -> bool:
@@ -102,12 +102,13 @@ class DistillObjective(FlowFamily):
     """`objective=distill` (module docstring).
 
     Args:
+        cfg: the run's config.
         network: the student and its `Distillation`.
         acc: the run's accelerator.
     """
 
-    def __init__(self, network: Network, acc: Accelerator) -> None:
-        super().__init__(network, acc)
+    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
+        super().__init__(cfg, network, acc)
         assert isinstance(network.module, Distillation)
         self.distillation = network.module
 
@@ -135,8 +136,10 @@ def prepare_distill(cfg: TrainConfig) -> Prepared:
     Raises:
         ValueError: an unreadable teacher.
     """
-    teacher = load_teacher(cfg)
-    return Prepared(adopt_teacher(cfg, teacher), functools.partial(build_distill, teacher=teacher))
+    assert cfg.distill.teacher is not None  # `objective.NEEDS`
+    teacher = load_teacher(cfg.distill.teacher)
+    adopted = adopt_teacher(cfg, teacher)
+    return Prepared(adopted, functools.partial(build_distill, adopted, teacher=teacher))
 
 
 def build_distill(
@@ -147,16 +150,16 @@ def build_distill(
     *,
     teacher: LoadedSource,
 ) -> DistillObjective:
-    """`objective=distill`'s `Builder` (`prepare_distill` gives it the teacher).
+    """`objective=distill`'s objective (`prepare_distill` binds the config and the teacher).
 
     Raises:
         ValueError: the data's vocab is not the teacher's.
     """
     check_teacher_vocab(teacher, encoder.vocab)
     network = flow_network(
-        cfg, encoder, acc, lambda student: make_distillation(cast(StudentBackbone, student), teacher, cfg)
+        cfg, encoder, acc, lambda student: make_distillation(cast(StudentBackbone, student), teacher, cfg.distill)
     )
-    objective = DistillObjective(network, acc)
+    objective = DistillObjective(cfg, network, acc)
     if acc.is_main_process and objective.distillation.follow is not None:
         log.info(
             "distillation, second stage: the teacher is an average of the student (decay %g), starting at %s",
@@ -166,21 +169,21 @@ def build_distill(
     return objective
 
 
-def make_distillation(student: StudentBackbone, teacher: LoadedSource, cfg: TrainConfig) -> Distillation:
+def make_distillation(student: StudentBackbone, teacher: LoadedSource, settings: DistillConfig) -> Distillation:
     """The objective of a run, with its teacher placed on the student's device as its stage wants it.
 
     Args:
         student: the run's network (its weights already loaded).
         teacher: what `load_teacher` read.
-        cfg: the run's config.
+        settings: the run's `distill` section.
     """
     device = next(student.parameters()).device
-    dtype = teacher_dtype(cfg.distill.teacher_dtype, device)
+    dtype = teacher_dtype(settings.teacher_dtype, device)
     if not is_second_stage(teacher):
-        return Distillation(student, teacher.backbone.to(device, dtype), cfg)
+        return Distillation(student, teacher.backbone.to(device, dtype), settings)
     # The average stays float32 (see the module docstring); a half `teacher_dtype` is the dtype it computes in.
     compute = None if dtype == torch.float32 else dtype
-    return Distillation(student, teacher.backbone.to(device), cfg, follow=cfg.distill.teacher_decay, autocast=compute)
+    return Distillation(student, teacher.backbone.to(device), settings, follow=settings.teacher_decay, autocast=compute)
 
 
 class Distillation(nn.Module):
@@ -189,7 +192,7 @@ class Distillation(nn.Module):
     Args:
         student: the network being trained (`transformer`, as in `CFM`).
         teacher: the teacher, on the training device.
-        cfg: the run's config (`distill`).
+        settings: the run's `distill` section (the step counts, their grid, the guidance range).
         follow: the second stage: the decay with which the teacher averages the student (`follow_student`); None:
             the teacher stays frozen (the first stage).
         autocast: the dtype the teacher computes in under autocast, or None (its weights' own dtype).
@@ -202,7 +205,7 @@ class Distillation(nn.Module):
         self,
         student: StudentBackbone,
         teacher: nn.Module,
-        cfg: TrainConfig,
+        settings: DistillConfig,
         *,
         follow: float | None = None,
         autocast: torch.dtype | None = None,
@@ -215,15 +218,15 @@ class Distillation(nn.Module):
         self.follow = follow
         self.autocast = autocast
         pairs, weights = [], []
-        for n in cfg.distill.steps:
-            grid = time_grid(n, cfg.distill.sample.schedule, cfg.distill.sample.sway)
+        for n in settings.steps:
+            grid = time_grid(n, settings.sample.schedule, settings.sample.sway)
             pairs += [(float(grid[i]), float(grid[i + 1] - grid[i])) for i in range(n)]
             weights += [1.0 / n] * n  # every step count equally likely, every step of its grid too
         self.steps: Tensor
         self.step_weights: Tensor
         self.register_buffer("steps", torch.tensor(pairs), persistent=False)
         self.register_buffer("step_weights", torch.tensor(weights), persistent=False)
-        self.guidance = (float(cfg.distill.guidance[0]), float(cfg.distill.guidance[1]))
+        self.guidance = (float(settings.guidance[0]), float(settings.guidance[1]))
 
     @property
     def teacher(self) -> Backbone:

@@ -35,6 +35,8 @@ from torch import nn
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_vocoder
 from f5lite.config import TrainConfig
 from f5lite.config.ckpt import PROMPT_PREFIX
+from f5lite.config.evaluation import TrainEvalConfig
+from f5lite.config.sample import SampleConfig
 from f5lite.data.collate import Batch
 from f5lite.data.manifest import VAL_TESTSET_NAME
 from f5lite.models import build_backbone_from_config
@@ -56,14 +58,14 @@ log = logging.getLogger(__name__)
 Weights = Callable[[], dict[str, torch.Tensor]]
 
 
-def validation_due(cfg: TrainConfig, update: int) -> bool:
+def validation_due(ev: TrainEvalConfig, update: int) -> bool:
     """Whether the validation loss is computed after `update` (when there is validation data)."""
-    return bool(cfg.eval.every) and update % cfg.eval.every == 0
+    return bool(ev.every) and update % ev.every == 0
 
 
-def prompts_due(cfg: TrainConfig, update: int) -> bool:
+def prompts_due(ev: TrainEvalConfig, update: int) -> bool:
     """Whether the prompts are spoken after `update`."""
-    return bool(cfg.eval.sample_every) and update % cfg.eval.sample_every == 0
+    return bool(ev.sample_every) and update % ev.sample_every == 0
 
 
 class Evaluator:
@@ -105,7 +107,7 @@ class Evaluator:
         self.backbone.eval().requires_grad_(False)
         self._loaded: tuple[str, int] | None = None
         ev = cfg.eval
-        val_dir = find_val_dir(cfg)
+        val_dir = find_val_dir(cfg.data, ev)
         self.validation: ValidationSet | None = None
         if ev.every and val_dir is not None:
             self.validation = load_validation_set(
@@ -127,13 +129,15 @@ class Evaluator:
                 "the data with f5lite-prepare --val-count N"
             )
         self.encoder = encoder
-        self.duration_cases = load_duration_cases(cfg) if ev.every and cfg.duration.train == "alongside" else []
+        self.duration_cases = (
+            load_duration_cases(cfg.data, ev) if ev.every and cfg.duration.train == "alongside" else []
+        )
         if self.duration_cases:
             log.info("duration: %d held-out rows measured every %d updates", len(self.duration_cases), ev.every)
-        vocoder = load_run_vocoder(cfg, device) if cfg.logger.sample_every or ev.sample_every else None
+        vocoder = load_run_vocoder(cfg.sample, device) if cfg.logger.sample_every or ev.sample_every else None
         self.samples: SampleLogger | None = None
         if vocoder is not None and cfg.logger.sample_every:
-            self.samples = SampleLogger(cfg, self.backbone, vocoder, device)
+            self.samples = SampleLogger(cfg.sample, cfg.seed, self.backbone, vocoder, device)
         self.prompts: PromptSet | None = None
         if ev.sample_every:
             assert vocoder is not None
@@ -145,7 +149,7 @@ class Evaluator:
                     "eval.sample_every is set but there are no prompts: give eval.prompts=FILE (a test set, see "
                     "f5lite-eval) or prepare the data with f5lite-prepare --val-count N, which writes val/testset.txt"
                 )
-            self.prompts = PromptSet(cfg, path, self.backbone, encoder, vocoder, device)
+            self.prompts = PromptSet(ev, cfg.sample, cfg.data.mel_type, path, self.backbone, encoder, vocoder, device)
             log.info("prompts: %d rows of %s every %d updates", len(self.prompts.prompts), path, ev.sample_every)
 
     def run(self, update: int, logger: MetricLogger, batch: Batch) -> dict[str, float]:
@@ -171,7 +175,7 @@ class Evaluator:
             self._load("ema", update, ema_weights)
             self.samples.log(logger, batch, update)
         results: dict[str, float] = {}
-        if self.validation is not None and validation_due(cfg, update):
+        if self.validation is not None and validation_due(cfg.eval, update):
             start = time.perf_counter()
             self._load("ema", update, ema_weights)
             results.update({f"val/{k}": v for k, v in self._validate().items()})
@@ -180,9 +184,9 @@ class Evaluator:
                 online = self._validate()
                 results.update({f"val/{k.replace('loss', 'loss_online', 1)}": v for k, v in online.items()})
             results["eval/val_seconds"] = time.perf_counter() - start
-        if self.duration is not None and self.duration_cases and validation_due(cfg, update):
+        if self.duration is not None and self.duration_cases and validation_due(cfg.eval, update):
             results.update(validation_errors(self.duration_cases, self.duration, self.encoder))
-        if self.prompts is not None and prompts_due(cfg, update):
+        if self.prompts is not None and prompts_due(cfg.eval, update):
             start = time.perf_counter()
             self._load("ema", update, ema_weights)
 
@@ -223,18 +227,18 @@ class Evaluator:
             file.write(json.dumps(row) + "\n")
 
 
-def load_run_vocoder(cfg: TrainConfig, device: torch.device) -> Vocoder:
+def load_run_vocoder(sample: SampleConfig, device: torch.device) -> Vocoder:
     """The vocoder of `sample.vocoder`, loaded at start-up so a missing one stops the run before training.
 
     Raises:
         ValueError: the vocoder cannot be loaded (one line, with what to do).
     """
-    source = None if cfg.sample.vocoder == "griffin_lim" else cfg.sample.vocoder_source
+    source = None if sample.vocoder == "griffin_lim" else sample.vocoder_source
     try:
-        return load_vocoder(cfg.sample.vocoder, source, device)
+        return load_vocoder(sample.vocoder, source, device)
     except OSError as err:
         raise ValueError(
-            f"sample.vocoder={cfg.sample.vocoder} cannot be loaded from sample.vocoder_source={source!r} for "
+            f"sample.vocoder={sample.vocoder} cannot be loaded from sample.vocoder_source={source!r} for "
             f"training samples, prompts and grpo rollouts ({err}); give a local Vocos directory, "
             "sample.vocoder=griffin_lim, or turn logger.sample_every and eval.sample_every off"
         ) from None

@@ -45,6 +45,7 @@ without a checkpoint holding it. The rewards of each update are kept for the tra
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 
 import torch
@@ -52,6 +53,7 @@ from accelerate import Accelerator
 from torch import Tensor, nn
 
 from f5lite.config import TrainConfig
+from f5lite.config.grpo import GrpoConfig
 from f5lite.data.testset import read_testset
 from f5lite.infer.plan import Piece
 from f5lite.infer.synthesizer import Synthesizer
@@ -65,7 +67,7 @@ from f5lite.sampling.sde import masked_mean, step_kl, step_log_prob, step_mean_s
 from f5lite.storage.model_sources import LoadedSource, load_source
 from f5lite.text import TextEncoder
 from f5lite.train.evaluation import load_run_vocoder
-from f5lite.train.flow import FlowFamily, flow_network
+from f5lite.train.network import FlowFamily, flow_network
 from f5lite.train.objective import Network, Prepared
 from f5lite.train.rewards import Rewards
 
@@ -73,15 +75,14 @@ ADVANTAGE_EPS = 1e-4
 """Added to a group's reward spread: a group whose samples all scored alike gets advantages 0, not NaN."""
 
 
-def load_policy(cfg: TrainConfig) -> LoadedSource:
+def load_policy(weights: str) -> LoadedSource:
     """Read `init.weights`, the model RL starts from (on the CPU, float32).
 
     Raises:
         ValueError: an unreadable model.
     """
-    assert cfg.init.weights is not None
     try:
-        return load_source(cfg.init.weights)
+        return load_source(weights)
     except ValueError as err:
         raise ValueError(f"init.weights (the model grpo improves): {err}") from None
 
@@ -187,7 +188,7 @@ class Grpo(nn.Module):
         reference: the starting weights (a backbone of the same architecture), on the training device.
         synthesizer: lays out prompts and vocodes (around `transformer`).
         rewards: the loaded reward backends.
-        cfg: the run's config (`grpo`).
+        settings: the run's `grpo` section.
 
     Raises:
         ValueError: `grpo.prompts` unreadable, or a prompt too long to be one piece.
@@ -195,7 +196,7 @@ class Grpo(nn.Module):
 
     def __init__(
         self, transformer: nn.Module, reference: nn.Module, synthesizer: Synthesizer, rewards: Rewards,
-        cfg: TrainConfig,
+        settings: GrpoConfig,
     ) -> None:  # fmt: skip
         super().__init__()
         if not isinstance(transformer, Backbone) or not isinstance(reference, Backbone):
@@ -204,10 +205,10 @@ class Grpo(nn.Module):
         self._reference = (reference.eval().requires_grad_(False),)  # a tuple: not a submodule
         self.synthesizer = synthesizer
         self.rewards = rewards
-        self.settings = cfg.grpo
-        self.options = cfg.grpo.sample
+        self.settings = settings
+        self.options = settings.sample
         self.grid = sampler_grid(self.options)
-        self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer, self.options.speed)
+        self.pieces = load_prompts(settings.prompts or "", synthesizer, self.options.speed)
         self._data = (CFM(transformer),)  # a tuple: the transformer is a submodule once, as `transformer`
         self._window: list[Tensor] = []
 
@@ -335,12 +336,13 @@ class GrpoObjective(FlowFamily):
     """`objective=grpo` (module docstring).
 
     Args:
+        cfg: the run's config.
         network: the backbone and its `Grpo`.
         acc: the run's accelerator.
     """
 
-    def __init__(self, network: Network, acc: Accelerator) -> None:
-        super().__init__(network, acc)
+    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
+        super().__init__(cfg, network, acc)
         assert isinstance(network.module, Grpo)
         self.grpo = network.module
 
@@ -355,19 +357,21 @@ def prepare_grpo(cfg: TrainConfig) -> Prepared:
     Raises:
         ValueError: an unreadable `init.weights`, or `model.dropout > 0`.
     """
-    return Prepared(adopt_policy(cfg, load_policy(cfg)), build_grpo)
+    assert cfg.init.weights is not None  # `objective.NEEDS`
+    adopted = adopt_policy(cfg, load_policy(cfg.init.weights))
+    return Prepared(adopted, functools.partial(build_grpo, adopted))
 
 
 def build_grpo(
     cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
 ) -> GrpoObjective:
-    """`objective=grpo`'s `Builder`.
+    """`objective=grpo`'s objective (`prepare_grpo` binds the config).
 
     Raises:
         ValueError: the vocoder, a reward backend or the prompts cannot be loaded.
     """
     network = flow_network(cfg, encoder, acc, lambda backbone: make_grpo(cfg, backbone, encoder, acc.device))
-    return GrpoObjective(network, acc)
+    return GrpoObjective(cfg, network, acc)
 
 
 def make_grpo(cfg: TrainConfig, backbone: nn.Module, encoder: TextEncoder, device: torch.device) -> Grpo:
@@ -384,8 +388,8 @@ def make_grpo(cfg: TrainConfig, backbone: nn.Module, encoder: TextEncoder, devic
     """
     reference = build_backbone_from_config(cfg.model, encoder.num_embeds)
     reference.load_state_dict(backbone.state_dict())
-    synthesizer = Synthesizer(backbone, encoder, load_run_vocoder(cfg, device), cfg.data.mel_type)
-    return Grpo(backbone, reference.to(device), synthesizer, Rewards(cfg, device), cfg)
+    synthesizer = Synthesizer(backbone, encoder, load_run_vocoder(cfg.sample, device), cfg.data.mel_type)
+    return Grpo(backbone, reference.to(device), synthesizer, Rewards(cfg.grpo.rewards, cfg.eval, device), cfg.grpo)
 
 
 def load_prompts(path: str, synthesizer: Synthesizer, speed: float = 1.0) -> list[Piece]:

@@ -12,9 +12,10 @@ What differs between the ways f5lite trains is behind `Objective`, one module ea
 - `duration` (`f5lite.train.duration.alone`): the duration predictor alone;
 - `duration_grpo` (`f5lite.train.duration.grpo`): the predictor by RL.
 
-Each module gives a `Prepare`: it reads what the objective needs before anything is built (a teacher, a policy), and
-returns the config as the objective needs it, whether its batches carry audio, and how to build the objective once
-the data and the accelerator exist.
+Each module gives a `Prepare`, the one call that hands it the run's config (final: `perf.precision` resolved): it
+reads what the objective needs before anything is built (a teacher, a policy), and returns the config as the
+objective needs it, whether its batches carry audio, and how to build the objective once the data and the
+accelerator exist. From there the loop asks the objective, never the config, for what differs.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ class Objective(Protocol):
         """Numbers of the updates since the last call for the run's log (rewards, the predictor's loss), then forget."""
         ...
 
-    def evaluation(self, cfg: TrainConfig, encoder: TextEncoder, log_dir: Path) -> Evaluation:
+    def evaluation(self, encoder: TextEncoder, log_dir: Path) -> Evaluation:
         """What this objective measures while training; built on rank 0 before the first update.
 
         Raises:
@@ -137,15 +138,12 @@ class Objective(Protocol):
 
 
 class Builder(Protocol):
-    """Builds an objective once the data and the accelerator exist."""
+    """Builds an objective once the data and the accelerator exist; its `Prepare` gave it the run's config."""
 
-    def __call__(
-        self, cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
-    ) -> Objective:
+    def __call__(self, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None) -> Objective:
         """The objective, its network built (weights seeded by `seed`, `init.weights` loaded).
 
         Args:
-            cfg: the run's config, final.
             encoder: the data's text encoder.
             acc: the run's accelerator (its device, process index and `backward`).
             reduce: the mean across ranks, or None in one process.
@@ -163,7 +161,7 @@ class Prepared:
     cfg: TrainConfig
     """The run's config as the objective needs it (a distillation takes its teacher's architecture)."""
     build: Builder
-    """Builds the objective once the data and the accelerator exist."""
+    """Builds the objective once the data and the accelerator exist (with `cfg` bound)."""
     reads_audio: bool = True
     """Whether its batches carry audio (the duration predictor's need only text, lengths and speakers)."""
 

@@ -20,8 +20,9 @@ import torch
 from torch import Tensor, nn
 
 from f5lite.audio import SAMPLE_RATE, Vocoder, load_audio, log_mel
-from f5lite.config import TrainConfig
 from f5lite.config.ckpt import PROMPT_PREFIX
+from f5lite.config.evaluation import TrainEvalConfig
+from f5lite.config.sample import SampleConfig
 from f5lite.data.testset import TestRow, read_testset
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.metrics.items import EvalItem, MetricSettings
@@ -59,7 +60,9 @@ class PromptSet:
     """The fixed prompts of a run, their metric backends and a synthesizer.
 
     Args:
-        cfg: the run's config (`eval`, `sample`, `data.mel_type`).
+        ev: the run's `eval` section (how many prompts, their seed, the metric backends).
+        sample: the run's `sample` section (how they are spoken).
+        mel_type: the run's `data.mel_type`.
         path: the test-set file.
         backbone: the evaluation backbone (receives the weights to evaluate; in eval mode).
         encoder: the run's text encoder.
@@ -73,22 +76,23 @@ class PromptSet:
 
     def __init__(
         self,
-        cfg: TrainConfig,
+        ev: TrainEvalConfig,
+        sample: SampleConfig,
+        mel_type: str,
         path: str,
         backbone: nn.Module,
         encoder: TextEncoder,
         vocoder: Vocoder,
         device: torch.device,
     ) -> None:
-        ev = cfg.eval
         rows = read_testset(path)[: ev.max_prompts]
         self.prompts = [
             _Prompt(row, _read(row.ref_audio), None if row.gt_audio is None else _read(row.gt_audio)) for row in rows
         ]
-        self.options = cfg.sample.sampler_options()
+        self.options = sample.sampler_options()
         self.seed = ev.seed
-        self.synthesizer = Synthesizer(backbone, encoder, vocoder, cfg.data.mel_type)
-        self.metrics = _build_metrics(cfg, device)
+        self.synthesizer = Synthesizer(backbone, encoder, vocoder, mel_type)
+        self.metrics = _build_metrics(ev, device)
 
     def speak(self, log: Callable[[SpokenPrompt], None] | None = None) -> list[SpokenPrompt]:
         """Synthesize and score every prompt with the backbone's current weights.
@@ -140,8 +144,7 @@ def _read(path: object) -> Tensor:
         raise ValueError(f"eval.prompts: cannot read {path}: {err}") from None
 
 
-def _build_metrics(cfg: TrainConfig, device: torch.device) -> list[Metric]:
-    ev = cfg.eval
+def _build_metrics(ev: TrainEvalConfig, device: torch.device) -> list[Metric]:
     try:
         from f5lite.metrics.scoring import build_metrics
 

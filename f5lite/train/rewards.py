@@ -9,14 +9,14 @@ The backends load when the run starts, so a missing package or model stops it be
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from f5lite.audio import SAMPLE_RATE
-from f5lite.config import TrainConfig
+from f5lite.config.evaluation import TrainEvalConfig
 from f5lite.metrics.items import EvalItem, MetricSettings
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ class Rewards:
     """The weighted rewards of a run, their backends loaded.
 
     Args:
-        cfg: the run's config (`grpo.rewards`, the `eval.*` backends).
+        rewards: `grpo.rewards`, each reward's weight (0 leaves it out).
+        ev: the run's `eval` section (the backends and the language).
         device: where the hub-style backends run.
 
     Raises:
@@ -35,12 +36,11 @@ class Rewards:
             `grpo.rewards` and how to install it).
     """
 
-    def __init__(self, cfg: TrainConfig, device: torch.device) -> None:
-        weights = {name: float(w) for name, w in cfg.grpo.rewards.items() if w > 0}
+    def __init__(self, rewards: Mapping[str, float], ev: TrainEvalConfig, device: torch.device) -> None:
+        weights = {name: float(w) for name, w in rewards.items() if w > 0}
         self.names = list(weights)
         self.weights = torch.tensor([weights[name] for name in self.names])
-        self.error_key = "wer" if cfg.eval.language == "en" else "cer"
-        ev = cfg.eval
+        self.error_key = "wer" if ev.language == "en" else "cer"
         settings = MetricSettings(asr=ev.asr, speaker=ev.speaker, mos=ev.mos, language=ev.language, device=str(device))
         try:
             from f5lite.metrics.scoring import build_metrics

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from f5lite.audio import SAMPLE_RATE, Vocoder
-from f5lite.config import TrainConfig
+from f5lite.config.sample import SampleConfig
 from f5lite.data.collate import Batch
 from f5lite.sampling import sample
 from f5lite.train.loggers import MetricLogger
@@ -23,15 +23,18 @@ class SampleLogger:
     """Synthesizes and logs training samples with the evaluation backbone.
 
     Args:
-        cfg: the run's config (`sample`, `seed`).
+        sample: the run's `sample` section.
+        seed: the run's seed (the samples' noise when `sample.seed` is not set).
         backbone: the evaluation backbone; the caller loads the weights to hear into it.
         vocoder: the run's vocoder.
         device: where to sample.
     """
 
-    def __init__(self, cfg: TrainConfig, backbone: nn.Module, vocoder: Vocoder, device: torch.device) -> None:
-        self.options = cfg.sample.sampler_options()
-        self.seed = cfg.sample.seed if cfg.sample.seed is not None else cfg.seed
+    def __init__(
+        self, sample: SampleConfig, seed: int, backbone: nn.Module, vocoder: Vocoder, device: torch.device
+    ) -> None:
+        self.options = sample.sampler_options()
+        self.seed = sample.seed if sample.seed is not None else seed
         self.model = backbone
         self.vocoder = vocoder
         self.device = device

@@ -33,7 +33,7 @@ from accelerate import Accelerator
 from accelerate.utils import DistributedDataParallelKwargs
 from tqdm import tqdm
 
-from f5lite.config import TrainConfig
+from f5lite.config import PerfConfig, TrainConfig
 from f5lite.config.ckpt import PROMPT_PREFIX
 from f5lite.config.perf import PRECISION_AUTO
 from f5lite.data.collate import Batch
@@ -81,7 +81,7 @@ def bad_update(loss_finite: torch.Tensor, applied: torch.Tensor, grad_scaler: bo
     return ~loss_finite if grad_scaler else ~applied
 
 
-def make_accelerator(cfg: TrainConfig) -> Accelerator:
+def make_accelerator(perf: PerfConfig) -> Accelerator:
     """The run's `Accelerator`: the GPU when there is one, `perf.precision`, DDP gradients in the buckets.
 
     `perf.precision` is resolved here (`choose_precision`), once per run, and the choice logged in one line on
@@ -92,7 +92,7 @@ def make_accelerator(cfg: TrainConfig) -> Accelerator:
     them after each all-reduce. Nothing here detaches or replaces `.grad` in place, which such views forbid.
     """
     cuda = torch.cuda.is_available()
-    choice = choose_precision(cfg.perf.precision, torch.device("cuda" if cuda else "cpu"))
+    choice = choose_precision(perf.precision, torch.device("cuda" if cuda else "cpu"))
     accelerator = Accelerator(
         cpu=not cuda,
         mixed_precision=choice.precision,
@@ -122,11 +122,12 @@ class Trainer:
             ValueError: a setting that cannot work (data directory, a run directory in use or of another run, an
                 unsupported accelerate mode, ...), on every rank alike.
         """
-        prepared = prepare_objective(cfg)  # e.g. a distillation's student takes its teacher's architecture
-        cfg = prepared.cfg
-        self.acc = accelerator or make_accelerator(cfg)
+        self.acc = accelerator or make_accelerator(cfg.perf)
         if cfg.perf.precision == PRECISION_AUTO:  # from here on, what accelerate runs (the run directory records it)
             cfg = dataclasses.replace(cfg, perf=dataclasses.replace(cfg.perf, precision=self.acc.mixed_precision))
+        # The objective's one look at the config: e.g. a distillation's student takes its teacher's architecture.
+        prepared = prepare_objective(cfg)
+        cfg = prepared.cfg
         self.cfg = cfg
         check_distributed_type(self.acc.distributed_type)
         self.device = self.acc.device
@@ -160,7 +161,7 @@ class Trainer:
         changed = agree(self.main, lambda: check_run_dir(self.run_dir, cfg, vocab))
         if changed and self.main:
             log.warning("resuming %s with changed settings: %s", self.run_dir, ", ".join(changed))
-        self.objective: Objective = self._build(cfg, self.data.encoder, self.acc, self._reduce())
+        self.objective: Objective = self._build(self.data.encoder, self.acc, self._reduce())
         self.net = self.objective.network
         self.network, self.trainable, self.ema = self.net.weights, self.net.trainable, self.net.ema
         self.model, self.optimizer = self.acc.prepare(self.net.module, self.net.optimizer)
@@ -202,7 +203,7 @@ class Trainer:
 
     def _make_evaluator(self) -> None:
         """Rank 0: load what the objective measures while training (failing here, before training)."""
-        self.evaluator = self.objective.evaluation(self.cfg, self.data.encoder, self.run_dir / LOGS)
+        self.evaluator = self.objective.evaluation(self.data.encoder, self.run_dir / LOGS)
 
     # ------------------------------------------------------------------------------------------ checkpoints
 
@@ -486,7 +487,7 @@ class Trainer:
             results = self.evaluator.run(self.update, logger, batch)
         metric = cfg.ckpt.best_metric
         due = prompts_due if metric.startswith(PROMPT_PREFIX) else validation_due
-        if not due(cfg, self.update) or not (cfg.ckpt.keep_best or cfg.eval.patience):
+        if not due(cfg.eval, self.update) or not (cfg.ckpt.keep_best or cfg.eval.patience):
             return
         stop = 0
         if self.main:

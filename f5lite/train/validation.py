@@ -28,7 +28,8 @@ from lhotse.cut import Cut
 from torch import Tensor, nn
 
 from f5lite.audio import N_MELS
-from f5lite.config import TrainConfig
+from f5lite.config import DataConfig
+from f5lite.config.evaluation import TrainEvalConfig
 from f5lite.data.collate import Utterance, collate
 from f5lite.data.data_sources import open_source
 from f5lite.data.dataset import CutDataset
@@ -249,18 +250,18 @@ def _load(dataset: CutDataset, cut: Cut, path: str | Path) -> Utterance:
         raise ValueError(f"validation utterance {cut.id} of {path} cannot be read: {err}") from None
 
 
-def find_val_dir(cfg: TrainConfig) -> Path | None:
+def find_val_dir(data: DataConfig, ev: TrainEvalConfig) -> Path | None:
     """The validation data: `eval.val_dir`, else `DATA_DIR/val` when it exists, else None.
 
     Raises:
         ValueError: `eval.val_dir` is set but does not exist.
     """
-    if cfg.eval.val_dir is not None:
-        path = Path(cfg.eval.val_dir)
+    if ev.val_dir is not None:
+        path = Path(ev.val_dir)
         if not path.exists():
-            raise ValueError(f"eval.val_dir={cfg.eval.val_dir} does not exist")
+            raise ValueError(f"eval.val_dir={ev.val_dir} does not exist")
         return path
-    data_dir = cfg.data.dir if cfg.data.dir is not None else (cfg.data.sources[0].dir if cfg.data.sources else None)
+    data_dir = data.dir if data.dir is not None else (data.sources[0].dir if data.sources else None)
     if data_dir is None:
         return None
     candidate = Path(data_dir) / VAL_DIR_NAME

@@ -96,7 +96,7 @@ def test_explicit_bf16_on_an_emulating_cpu_warns_in_one_line(
 ) -> None:
     fake_cpu("avx avx2 fma")
     with caplog.at_level(logging.INFO, logger=TRAINER_LOG):
-        accelerator = make_accelerator(compose_config(overrides(tmp_path / "run", "perf.precision=bf16")))
+        accelerator = make_accelerator(compose_config(overrides(tmp_path / "run", "perf.precision=bf16")).perf)
     assert accelerator.mixed_precision == "bf16"  # as set: the warning does not overrule the user
     (line,) = precision_lines(caplog)
     message = line.getMessage()

@@ -26,6 +26,7 @@ transcript, prompt text) are differentiated.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -35,6 +36,7 @@ from torch import Tensor, nn
 
 from f5lite.audio.mel import samples_for_frames
 from f5lite.config import TrainConfig
+from f5lite.config.grpo import GrpoConfig
 from f5lite.data.collate import Batch
 from f5lite.infer.plan import WINDOW_FRAMES, Piece
 from f5lite.infer.synthesizer import Synthesizer
@@ -43,7 +45,7 @@ from f5lite.sampling import effective_durations
 from f5lite.sampling.sampler import initial_noise
 from f5lite.text import TextEncoder
 from f5lite.text.vocab import vocab_hash
-from f5lite.train.duration.alone import PredictorObjective, predictor_network, start_predictor
+from f5lite.train.duration.predictor import PredictorObjective, predictor_network, start_predictor
 from f5lite.train.duration.training import load_start
 from f5lite.train.evaluation import load_run_vocoder
 from f5lite.train.grpo import group_advantages, grpo_loss, load_prompts
@@ -79,7 +81,8 @@ class DurationGrpo(nn.Module):
         encoder: the text encoder of both predictors' ids.
         synthesizer: the frozen flow model that speaks, and its vocoder.
         rewards: the loaded reward backends.
-        cfg: the run's config (`grpo`, `duration.spread`, `sample`).
+        settings: the run's `grpo` section.
+        spread: `duration.spread`, the standard deviation of the log-length drawn around the predictor's estimate.
 
     Raises:
         ValueError: `grpo.prompts` cannot be laid out.
@@ -87,7 +90,7 @@ class DurationGrpo(nn.Module):
 
     def __init__(
         self, predictor: DurationPredictor, reference: DurationPredictor, encoder: TextEncoder,
-        synthesizer: Synthesizer, rewards: Rewards, cfg: TrainConfig,
+        synthesizer: Synthesizer, rewards: Rewards, settings: GrpoConfig, spread: float,
     ) -> None:  # fmt: skip
         super().__init__()
         self.predictor = predictor
@@ -95,10 +98,10 @@ class DurationGrpo(nn.Module):
         self.encoder = encoder
         self.synthesizer = synthesizer
         self.rewards = rewards
-        self.settings = cfg.grpo
-        self.spread = cfg.duration.spread
-        self.options = cfg.grpo.sample
-        self.pieces = load_prompts(cfg.grpo.prompts or "", synthesizer, self.options.speed)
+        self.settings = settings
+        self.spread = spread
+        self.options = settings.sample
+        self.pieces = load_prompts(settings.prompts or "", synthesizer, self.options.speed)
         self._window: list[Tensor] = []
 
     @property
@@ -214,7 +217,7 @@ def make_duration_grpo(
     try:
         synth = Synthesizer.from_pretrained(
             cfg.init.weights,
-            load_run_vocoder(cfg, device),
+            load_run_vocoder(cfg.sample, device),
             device=device,
             dtype="fp32",
             compile=False,
@@ -229,19 +232,21 @@ def make_duration_grpo(
             f"init.weights ({cfg.init.weights}) reads other text ids than data.dir: give the data and data.tokenizer "
             "it was trained with"
         )
-    return DurationGrpo(predictor, reference, encoder, synth, Rewards(cfg, device), cfg)
+    rewards = Rewards(cfg.grpo.rewards, cfg.eval, device)
+    return DurationGrpo(predictor, reference, encoder, synth, rewards, cfg.grpo, cfg.duration.spread)
 
 
 class DurationGrpoObjective(PredictorObjective):
     """`objective=duration_grpo` (module docstring): the training batches are not read, the prompts are.
 
     Args:
+        cfg: the run's config.
         network: the predictor, its loss module a `DurationGrpo`.
         acc: the run's accelerator.
     """
 
-    def __init__(self, network: Network, acc: Accelerator) -> None:
-        super().__init__(network, acc)
+    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
+        super().__init__(cfg, network, acc)
         assert isinstance(network.module, DurationGrpo)
         self.grpo = network.module
 
@@ -259,13 +264,17 @@ class DurationGrpoObjective(PredictorObjective):
 def build_duration_grpo(
     cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
 ) -> DurationGrpoObjective:
-    """`objective=duration_grpo`'s `Builder`: the predictor starts from `duration.init`, which the KL term holds."""
-    reference = load_start(cfg, encoder, acc.device)
-    predictor = start_predictor(cfg, encoder, acc.device, start=reference)
+    """`objective=duration_grpo`'s objective (`prepare_duration_grpo` binds the config).
+
+    The predictor starts from `duration.init`, which the KL term holds.
+    """
+    assert cfg.duration.init is not None  # `objective.NEEDS`
+    reference = load_start(cfg.duration.init, encoder, acc.device)
+    predictor = start_predictor(cfg.duration, cfg.seed, encoder, acc.device, start=reference)
     module = make_duration_grpo(cfg, predictor, reference, encoder)
-    return DurationGrpoObjective(predictor_network(cfg, predictor, module), acc)
+    return DurationGrpoObjective(cfg, predictor_network(cfg.duration, cfg.optim, predictor, module), acc)
 
 
 def prepare_duration_grpo(cfg: TrainConfig) -> Prepared:
     """`objective=duration_grpo`'s entry: batches without audio (they are not read; the prompts are)."""
-    return Prepared(cfg, build_duration_grpo, reads_audio=False)
+    return Prepared(cfg, functools.partial(build_duration_grpo, cfg), reads_audio=False)

@@ -26,7 +26,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from f5lite.config import TrainConfig
+from f5lite.config import DataConfig, OptimConfig
+from f5lite.config.duration import DurationConfig
+from f5lite.config.evaluation import TrainEvalConfig
 from f5lite.data.collate import Batch
 from f5lite.data.manifest import VAL_TESTSET_NAME
 from f5lite.data.testset import read_testset
@@ -46,22 +48,22 @@ MAX_GRAD_NORM = 1.0
 """Gradient clipping of the predictor (a fresh predictor's first gradients are large: every length is off)."""
 
 
-def make_predictor(cfg: TrainConfig, num_embeds: int, device: torch.device) -> DurationPredictor:
-    """A fresh predictor of `duration.*`: the same initial weights on every rank and at every launch."""
+def make_predictor(duration: DurationConfig, seed: int, num_embeds: int, device: torch.device) -> DurationPredictor:
+    """A fresh predictor of `duration.*`: the same initial weights (from `seed`) on every rank and at every launch."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        return DurationPredictor(num_embeds, cfg.duration.dim, cfg.duration.depth, cfg.duration.kernel_size).to(device)
+        torch.manual_seed(seed)
+        return DurationPredictor(num_embeds, duration.dim, duration.depth, duration.kernel_size).to(device)
 
 
-def make_predictor_optimizer(cfg: TrainConfig, predictor: DurationPredictor) -> torch.optim.AdamW:
-    """The predictor's fused AdamW: `duration.lr`, the rest `optim`'s; the learning rate a device tensor."""
+def make_predictor_optimizer(lr: float, optim: OptimConfig, predictor: DurationPredictor) -> torch.optim.AdamW:
+    """The predictor's fused AdamW: `lr` (`duration.lr`), the rest `optim`'s; the learning rate a device tensor."""
     device = next(predictor.parameters()).device
     return torch.optim.AdamW(
         predictor.parameters(),
-        lr=torch.tensor(cfg.duration.lr, device=device),
-        betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
-        weight_decay=cfg.optim.weight_decay,
-        eps=cfg.optim.eps,
+        lr=torch.tensor(lr, device=device),
+        betas=(optim.betas[0], optim.betas[1]),
+        weight_decay=optim.weight_decay,
+        eps=optim.eps,
         fused=True,
     )
 
@@ -70,18 +72,27 @@ class DurationTraining:
     """The duration predictor of a run, with its optimizer and learning-rate schedule.
 
     Args:
-        cfg: the run's config (`duration` for the architecture and peak learning rate, `optim` for the rest).
+        duration: the predictor's architecture and peak learning rate.
+        optim: the rest of the optimizer's settings and the schedule (`warmup_updates`, `max_updates`).
+        seed: the run's seed (the predictor's initial weights).
         num_embeds: the text embedding's size (the run's vocab).
         device: where to train.
         reduce: averages a tensor across ranks (`Accelerator.reduce` with `mean`); None with one process.
     """
 
     def __init__(
-        self, cfg: TrainConfig, num_embeds: int, device: torch.device, reduce: Callable[[Tensor], Tensor] | None
+        self,
+        duration: DurationConfig,
+        optim: OptimConfig,
+        seed: int,
+        num_embeds: int,
+        device: torch.device,
+        reduce: Callable[[Tensor], Tensor] | None,
     ) -> None:
-        self.cfg = cfg
-        self.predictor = make_predictor(cfg, num_embeds, device)
-        self.optimizer = make_predictor_optimizer(cfg, self.predictor)
+        self.duration = duration
+        self.optim = optim
+        self.predictor = make_predictor(duration, seed, num_embeds, device)
+        self.optimizer = make_predictor_optimizer(duration.lr, optim, self.predictor)
         self.reduce = reduce
         self.applied = torch.zeros((), dtype=torch.int64, device=device)
 
@@ -113,9 +124,9 @@ class DurationTraining:
                 p.grad.copy_(g.view_as(p))  # type: ignore[union-attr]
         norm = torch.nn.utils.clip_grad_norm_(self.predictor.parameters(), MAX_GRAD_NORM)
         finite = torch.isfinite(norm)
-        factor = lr_factor(self.applied, self.cfg.optim.warmup_updates, self.cfg.optim.max_updates)
+        factor = lr_factor(self.applied, self.optim.warmup_updates, self.optim.max_updates)
         for group in self.optimizer.param_groups:
-            group["lr"] = (self.cfg.duration.lr * factor).to(self.applied.device)
+            group["lr"] = (self.duration.lr * factor).to(self.applied.device)
         self.optimizer.found_inf = (~finite).float()  # type: ignore[attr-defined]
         self.optimizer.grad_scale = None  # type: ignore[attr-defined]
         self.optimizer.step()
@@ -148,7 +159,7 @@ class DurationTraining:
             return
         weights, optimizer = read(DURATION_TENSORS), read(DURATION_OPTIMIZER)
         assert weights is not None and optimizer is not None
-        load_predictor_weights(self.predictor, weights, self.cfg, CHECKPOINT_MISMATCH)
+        load_predictor_weights(self.predictor, weights, self.duration, CHECKPOINT_MISMATCH)
         self.optimizer.load_state_dict(unflatten(meta[DURATION_OPTIMIZER], optimizer))
         self.applied.fill_(int(meta[DURATION_UPDATES]))
 
@@ -157,21 +168,20 @@ CHECKPOINT_MISMATCH = ("the checkpoint's duration predictor", "resume with the s
 """What a checkpoint's predictor of other shapes is called, and the remedy (`load_predictor_weights`)."""
 
 
-def predictor_mismatch(cfg: TrainConfig, what: str, remedy: str) -> str:
+def predictor_mismatch(arch: DurationConfig, what: str, remedy: str) -> str:
     """The one-line error for a predictor whose shapes are not what `duration.*` builds."""
-    arch = cfg.duration
     return f"{what} does not fit duration.dim={arch.dim} depth={arch.depth} kernel_size={arch.kernel_size}; {remedy}"
 
 
 def load_predictor_weights(
-    predictor: DurationPredictor, state: dict[str, Tensor], cfg: TrainConfig, names: tuple[str, str]
+    predictor: DurationPredictor, state: dict[str, Tensor], duration: DurationConfig, names: tuple[str, str]
 ) -> None:
     """Load `state` into the predictor.
 
     Args:
         predictor: the run's predictor.
         state: the weights.
-        cfg: the run's config (`duration.*`).
+        duration: the run's `duration.*` (the architecture, for the error).
         names: what the weights are and the remedy, for the error (`CHECKPOINT_MISMATCH`).
 
     Raises:
@@ -180,24 +190,23 @@ def load_predictor_weights(
     try:
         predictor.load_state_dict(state)
     except RuntimeError:
-        raise ValueError(predictor_mismatch(cfg, *names)) from None
+        raise ValueError(predictor_mismatch(duration, *names)) from None
 
 
-def load_start(cfg: TrainConfig, encoder: TextEncoder, device: torch.device) -> DurationPredictor:
-    """The predictor of `duration.init`, frozen, on `device`.
+def load_start(init: str, encoder: TextEncoder, device: torch.device) -> DurationPredictor:
+    """The predictor of `duration.init` (`init`), frozen, on `device`.
 
     Raises:
         ValueError: it cannot be read, or was trained on another tokenizer or vocab than `encoder`'s (one line).
     """
-    assert cfg.duration.init is not None
     try:
-        loaded = load_duration(cfg.duration.init, tokenizer=encoder.tokenizer, vocab=encoder.vocab)
+        loaded = load_duration(init, tokenizer=encoder.tokenizer, vocab=encoder.vocab)
     except DurationFileError as err:
         raise ValueError(f"duration.init: {err}") from None
     return loaded.predictor.to(device).eval().requires_grad_(False)
 
 
-def load_duration_cases(cfg: TrainConfig) -> list[DurationCase]:
+def load_duration_cases(data: DataConfig, ev: TrainEvalConfig) -> list[DurationCase]:
     """The held-out rows the predictor is measured on: `eval.prompts`, else the validation data's `testset.txt`.
 
     Returns:
@@ -206,13 +215,13 @@ def load_duration_cases(cfg: TrainConfig) -> list[DurationCase]:
     Raises:
         ValueError: the test set or its audio cannot be read.
     """
-    path: str | Path | None = cfg.eval.prompts
-    val_dir = find_val_dir(cfg)
+    path: str | Path | None = ev.prompts
+    val_dir = find_val_dir(data, ev)
     if path is None and val_dir is not None and (val_dir / VAL_TESTSET_NAME).is_file():
         path = val_dir / VAL_TESTSET_NAME
     if path is None:
         return []
-    return duration_cases(read_testset(path), cfg.data.mel_type)
+    return duration_cases(read_testset(path), data.mel_type)
 
 
 def validation_errors(

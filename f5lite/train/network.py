@@ -1,0 +1,104 @@
+"""The flow network that `flow`, `distill` and `grpo` all train, and what those objectives share.
+
+`flow_network` builds the backbone set up in the documented order (`f5lite.train.setup`), its EMA on rank 0 and its
+optimizer; each objective wraps the backbone in its own loss module. `FlowFamily` is the objective behaviour they
+share: the loss module's gradient and the evaluation of the weights (validation, prompts, samples). Each objective's
+own module (`flow`, `distill`, `grpo`) builds on these, so that none of them reaches into another's.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+from torch import Tensor, nn
+
+from f5lite.config import TrainConfig
+from f5lite.data.collate import Batch
+from f5lite.storage.lora import LoraSettings
+from f5lite.storage.names import MODEL_GROUP, OPTIMIZER_GROUP
+from f5lite.text import TextEncoder
+from f5lite.train.evaluation import Evaluator
+from f5lite.train.objective import Evaluation, Network, TensorGroups
+from f5lite.train.setup import build_model, make_optimizer
+
+log = logging.getLogger(__name__)
+
+
+def flow_network(
+    cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, loss_module: Callable[[nn.Module], nn.Module]
+) -> Network:
+    """The backbone a flow-model objective trains, its EMA (rank 0), its optimizer, and its loss module around it.
+
+    Args:
+        cfg: the run's config.
+        encoder: the data's text encoder (its vocab grows a pretrained text table).
+        acc: the run's accelerator.
+        loss_module: wraps the backbone in the objective's loss (`CFM`, a distillation, GRPO), after the optimizer
+            is made.
+
+    Raises:
+        ValueError: see `build_model`.
+    """
+    setup = build_model(cfg, encoder.num_embeds, encoder.vocab, acc.device, with_ema=acc.is_main_process)
+    if acc.is_main_process and setup.grown:
+        log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", setup.grown)
+    optimizer = make_optimizer(cfg, setup.backbone, acc.device)
+    lora = None if setup.trainable is None else LoraSettings.from_config(cfg.finetune.lora).scaling
+    return Network(
+        weights=setup.backbone,
+        module=loss_module(setup.backbone),
+        optimizer=optimizer,
+        peak_lr=cfg.optim.lr,
+        max_grad_norm=cfg.optim.max_grad_norm if cfg.optim.max_grad_norm > 0 else math.inf,
+        groups=(MODEL_GROUP, OPTIMIZER_GROUP),
+        ema=setup.ema,
+        trainable=setup.trainable,
+        lora_scaling=lora,
+    )
+
+
+class FlowFamily:
+    """What the objectives that train a flow network share: its loss module's gradient, the evaluation of its weights.
+
+    Args:
+        cfg: the run's config (what the evaluation measures).
+        network: the backbone and its loss module.
+        acc: the run's accelerator.
+    """
+
+    loss_name = "loss"
+
+    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
+        self.cfg = cfg
+        self.network = network
+        self.acc = acc
+
+    def backward(self, model: nn.Module, batch: Batch, generator: torch.Generator, count: int) -> Tensor:
+        """See `Objective.backward`: the loss module called as the flow objective is."""
+        loss = model(batch.mel, batch.text_ids, batch.mel_lengths, generator=generator)
+        self.acc.backward(loss / count)
+        return loss.detach().float()
+
+    def after_step(self, applied: Tensor) -> None:
+        """Nothing."""
+
+    def state(self) -> tuple[TensorGroups, dict[str, Any]]:
+        """Nothing beyond the network."""
+        return {}, {}
+
+    def load_state(self, read: Callable[[str], dict[str, Tensor] | None], meta: dict[str, Any]) -> None:
+        """Nothing beyond the network."""
+
+    def window(self) -> dict[str, float]:
+        """Nothing beyond the loss."""
+        return {}
+
+    def evaluation(self, encoder: TextEncoder, log_dir: Path) -> Evaluation:
+        """Validation, prompts and samples of the EMA weights."""
+        return Evaluator(self.cfg, encoder, self.acc.device, self.acc.autocast, log_dir, self.network)
