@@ -297,4 +297,3 @@ def test_every_call_that_hands_the_config_over_is_followed() -> None:
     The config goes to an objective once, by its `Prepare`; from there the loop asks the objective, not the config.
     """
     assert [call for call in walk().unresolved if call.split(": ")[1].startswith("self.")] == []
-
