@@ -159,7 +159,8 @@ BENCH_ROUNDS ?= 1
 bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation and sampling speed of the mid DiT
 	$(BIN)/python scripts/bench_train.py --ablate --preset mid --threads 2 --steps 3 --warmup 1 --rounds $(BENCH_ROUNDS) \
 		--out-dir $(BENCH_OUT)
-	$(BIN)/python scripts/bench_infer.py --threads 2 --batches 1 --repeats 1 --out-dir $(BENCH_OUT)
+	$(BIN)/python scripts/compare_f5tts_sampling.py --rtf --threads 2 --batches 1 --seconds 5 --rounds $(BENCH_ROUNDS) \
+		--out-dir $(BENCH_OUT)
 
 # The GPU comparisons with F5-TTS (beside, in .f5tts), sized for one device call of at most 9 minutes (a lease is 15
 # minutes of device time, the machine's start included): the training step of F5-TTS v1 Base's architecture on a
