@@ -18,7 +18,7 @@ buckets are wide, and each bucket ends an epoch with a part-filled batch. Here t
    longest utterance) of at least `data.fill_efficiency`. Sorted packing puts the short utterances together, where
    `max_samples` binds before the budget does; topping up moves some of them into the leftover budgets of longer
    batches, so fewer batches carry the same frames (on Emilia-like lengths: more real frames per batch than F5-TTS's
-   whole-set sort at the same budget, with padding efficiency above 0.99; `scripts/bench_batching.py`).
+   whole-set sort at the same budget, with padding efficiency above 0.99; `scripts/bench_data.py --batching`).
 
 The window's batches, in their length order, are grouped into *rounds* of `world_size` batches (neighbours in length,
 so the ranks of one round wait for each other little), and the rounds are shuffled (seeded) before they are yielded,

@@ -1,5 +1,5 @@
-"""scripts/bench_data.py and scripts/scale_data.py on tiny settings: the records, their arithmetic and the result
-files; and (slow) the real 2,000,000-cut start-up and memory goals."""
+"""scripts/bench_data.py's loader and `--scale` modes on tiny settings: the records, their arithmetic and the result
+files; and (slow) the real 2,000,000-cut start-up and memory goals. `--batching`: tests/bench/test_batching.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
-def load(name: str) -> ModuleType:
+def load(name: str = "bench_data") -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -24,7 +24,7 @@ def load(name: str) -> ModuleType:
 
 @pytest.mark.heavy
 def test_bench_data_quick_records_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bench = load("bench_data")
+    bench = load()
     argv = ["--quick", "--kinds", "mels", "--workers", "0,1", "--out-dir", str(tmp_path)]
     assert bench.main(argv) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
@@ -57,7 +57,7 @@ def test_bench_data_quick_records_and_files(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_bench_data_options() -> None:
-    bench = load("bench_data")
+    bench = load()
     full = bench.parse_args([])
     assert (full.frames_per_gpu, full.max_samples, full.workers, full.kinds) == (
         38400,
@@ -70,14 +70,17 @@ def test_bench_data_options() -> None:
     assert bench.parse_args(["--quick", "--batches", "5"]).batches == 5
     with pytest.raises(SystemExit):
         bench.parse_args(["--kinds", "mels,wav"])
-    with pytest.raises(SystemExit):
-        bench.parse_args(["--clips", "500"])
+    assert (bench.parse_args(["--scale"]).scale, bench.parse_args(["--scale", "2000"]).workers) == (2_000_000, [2])
+    assert bench.parse_args(["--scale"]).name == "scale_cpu" and bench.parse_args(["--batching"]).name == "batching"
+    for bad in (["--clips", "500"], ["--scale", "0"], ["--scale", "--workers", "1,2"], ["--scale", "--batching"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
 
 
 @pytest.mark.slow  # a scale run in child processes (about 16 s); `make test-slow`
 def test_scale_tiny_writes_its_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    scale = load("scale_data")
-    argv = ["--cuts", "2000", "--baseline", "1000", "--updates", "1", "--cache-dir", str(tmp_path / "cache")]
+    scale = load()
+    argv = ["--scale", "2000", "--baseline", "1000", "--updates", "1", "--cache-dir", str(tmp_path / "cache")]
     assert scale.main([*argv, "--out-dir", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "scale_cpu.json").read_text())
     small, large = result["runs"]
@@ -107,8 +110,8 @@ def test_scale_two_million_cuts_meets_the_goals(tmp_path: Path) -> None:
 
     The CutSet (about 30 MB, minutes to write) is kept in the system's temporary folder and reused.
     """
-    scale = load("scale_data")
-    assert scale.main(["--cuts", "2000000", "--out-dir", str(tmp_path)]) == 0
+    scale = load()
+    assert scale.main(["--scale", "--out-dir", str(tmp_path)]) == 0  # 2,000,000 cuts by default
     result = json.loads((tmp_path / "scale_cpu.json").read_text())
     large = result["runs"][1]
     assert large["exit_code"] == 0, large
