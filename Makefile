@@ -137,7 +137,7 @@ bench-clone: $(STAMP) $(F5TTS_DIR)/.installed ## clone_cpu and F5-TTS's trainer 
 REWARD_MINUTES ?= 50
 REWARD_START ?= runs/speak_cpu/export
 bench-reward: $(STAMP) ## GRPO (+recipe=grpo) against plain fine-tuning of REWARD_START (a speak_cpu export) side by side for REWARD_MINUTES (50) each; held-out WER/SIM/MOS over 3 seeds into scripts/results/ (needs make speak-corpus)
-	$(BIN)/python scripts/bench_reward.py --start $(REWARD_START) --corpus $(SPEAK_DIR)_ipa --minutes $(REWARD_MINUTES) \
+	$(BIN)/python scripts/bench_speaks.py --start $(REWARD_START) --corpus $(SPEAK_DIR)_ipa --minutes $(REWARD_MINUTES) \
 		--work runs/bench_reward --out-dir scripts/results
 
 DEMO_DIR ?= runs/demo

@@ -2,21 +2,25 @@
 
 All arms are launched together, each with an equal share of the cores, and stopped together when the budget ends
 (SIGTERM: f5lite saves a last checkpoint, F5-TTS keeps its last numbered one). Scoring runs the f5lite commands
-installed beside this Python, as a user runs them.
+installed beside this Python, as a user runs them (`evaluate`, also eval_paths').
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import results
 from benchmarks.runner import threads_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,28 +31,15 @@ STOPPED = (0, 128 + signal.SIGTERM, -signal.SIGTERM)
 
 
 @dataclass
-class Point:
-    """One scored checkpoint."""
-
-    update: int
-    minutes: float
-    wer: float | None = None
-    sim: float | None = None
-    mos: float | None = None
-    sim_calibrated: float | None = None
-    top1: float | None = None
-
-
-@dataclass
 class Arm:
-    """One arm's run (its recipe, corpus and own overrides), how it ended, and its scored checkpoints."""
+    """One arm's run (its recipe, corpus and own overrides), how it ended, and its scored checkpoints (`points`)."""
 
     name: str
     run_dir: str
     recipe: str
     corpus: str
     overrides: list[str] = field(default_factory=list)
-    points: list[Point] = field(default_factory=list)
+    points: list[dict[str, Any]] = field(default_factory=list)
     launched: float | None = None
     stopped_after_s: float | None = None
     returncode: int | None = None
@@ -102,11 +93,7 @@ def tool(name: str) -> str:
 
 
 def run_tool(command: list[str], threads: int = 1) -> None:
-    """Run an f5lite command with `threads` threads from the checkout.
-
-    Raises:
-        RuntimeError: It failed; the message ends with its last line of output.
-    """
+    """Run an f5lite command with `threads` threads; a RuntimeError ending with its last line of output if it fails."""
     done = subprocess.run(command, env=threads_env(threads), cwd=REPO, capture_output=True, text=True)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
@@ -121,9 +108,9 @@ def export(run_dir: str, step: int, out: Path) -> Path:
 
 
 def eval_keys(corpus: Path, out: Path, limit: int) -> list[str]:
-    """The f5lite-eval keys every scoring shares: test set, recogniser vocabulary, metrics, vocoder, rows.
+    """The f5lite-eval keys of a corpus's scoring: test set, recogniser, metrics, vocoder, rows (and its voices).
 
-    And the corpus's enrollment list (`make clone-corpus`'s `test/voices.txt`) when it has one: the cloning metrics.
+    A corpus with an enrollment list (`make clone-corpus`'s `test/voices.txt`) is scored for cloning too.
     """
     voices = corpus / "test" / "voices.txt"
     cloning = [f"voices={voices}"] if voices.is_file() else []
@@ -139,3 +126,45 @@ def evaluate(command: list[str], out: Path, threads: int = 1) -> dict[str, Any]:
     """
     run_tool(command, threads)
     return json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of every arms benchmark: budget, threads, scoring, overrides, and where its files go."""
+    add = parser.add_argument
+    add("--minutes", type=float, default=45.0, help="wall-clock budget of every arm (default 45)")
+    add("--threads", type=int, default=None, help="threads per arm (default: cores / arms)")
+    add("--limit", type=int, default=30, help="held-out rows scored (default 30)")
+    add("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="f5lite-eval processes")
+    add("--set", nargs="+", default=[], metavar="KEY=VALUE", dest="overrides", help="training overrides, every arm")
+    add("--work", type=Path, default=None, help="runs and scores (default runs/BENCH)")
+    add("--out-dir", type=Path, default=None, help="write BENCH_TAG.{json,md} here (default --work)")
+    add("--tag", default="cpu", help="results file suffix (default cpu)")
+
+
+def launch(arms: Sequence[Arm], args: argparse.Namespace, command_of: Callable[[Arm, Path], list[str]] | None) -> int:
+    """Train the arms for `--minutes` (none when `command_of` is None; never over a run); the threads per arm."""
+    threads = args.threads or max(1, (os.cpu_count() or 1) // len(arms))
+    args.work.mkdir(parents=True, exist_ok=True)
+    if command_of is not None:
+        if existing := [arm.run_dir for arm in arms if Path(arm.run_dir).exists()]:
+            raise SystemExit(f"{existing[0]} exists; remove it or give another --work")
+        train(arms, args.minutes, threads, args.work, command_of)
+    return threads
+
+
+def parallel(fn: Callable[[Any], Any], tasks: Iterable[Any], jobs: int) -> list[Any]:
+    """`fn` of every task, `jobs` at a time (each task runs an f5lite-eval process)."""
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(fn, tasks))
+
+
+def header(*packages: str) -> dict[str, Any]:
+    """The results' `header` (`results.run_header`) and the CPU's vector extensions."""
+    return {"header": results.run_header(packages), "cpu_flags": results.cpu_flags()}
+
+
+def write(args: argparse.Namespace, name: str, result: dict[str, Any], page: str | None, plot: Any = None) -> None:
+    """Write `NAME_TAG.json` (with `page`: `.md`; with `plot`: its `.png`) into `--out-dir`, else `--work`."""
+    stem = (args.out_dir or args.work) / f"{name}_{args.tag}"
+    results.write_results(stem.with_suffix(".json"), result, page, plot=plot)
+    print(f"{name}: wrote {stem}.json" + (" and .md" if page else "") + (", .png" if plot else ""))  # noqa: T201

@@ -2,14 +2,14 @@
 
 F5-TTS is not a dependency of f5lite: install it beside (`make .f5tts/.installed`, or `pip install --no-deps --target
 DIR f5-tts x-transformers torchdiffeq ema-pytorch loguru einx frozendict torch-einops-utils rjieba`, then
-`PYTHONPATH=DIR`). An F5-TTS process imports no f5lite module (they would count in its memory): this module imports
-none. F5-TTS reads audio with `torchaudio.load`, which needs torchcodec/ffmpeg; its process reads through soundfile
-instead, with the same contract: the only change made to F5-TTS.
+`PYTHONPATH=DIR`). This module imports no f5lite module (they would count in an F5-TTS process's memory). Its
+process reads audio through soundfile instead of `torchaudio.load` (torchcodec): the only change made to F5-TTS.
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -28,8 +28,6 @@ F5TTS_SEED = 666
 
 def missing(*modules: str) -> str | None:
     """Why F5-TTS (and `modules`, e.g. `ema_pytorch`, `datasets`) cannot be imported, or None when they can."""
-    import importlib
-
     try:
         for name in ("f5_tts.model", *modules):
             importlib.import_module(name)

@@ -1,9 +1,8 @@
 """Results files of the benchmarks: JSON (and a Markdown page, a PNG chart) that record where and when they were taken.
 
-Numbers compare only with the machine, the software and the date they were measured on: `run_header` records the
-CPU, the logical cores, the GPU, the OS, the versions of Python, torch, f5lite (its git commit in a checkout) and of
-the packages a benchmark names, and the UTC date. `write_results` refuses a document, or a row of a list, without
-one, nested (`date`, `machine`, `versions` at the top) or flat (`flat_header`, under `machine`).
+Numbers compare only with the machine, software and date they were measured on: `run_header` records the CPU, cores,
+GPU, OS, the versions of Python, torch, f5lite (its git commit in a checkout) and of the packages a benchmark names,
+and the UTC date. `write_results` refuses a document, or a row of a list, without one (nested, or flat: `flat_header`).
 """
 
 from __future__ import annotations
@@ -19,9 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-_FLAT_MACHINE = ("cpu", "cores", "gpu", "os")
+_FLAT_MACHINE, _FLAGS = ("cpu", "cores", "gpu", "os"), ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 _DISPLAY = {"python": "Python", "f5-tts": "F5-TTS", "f5lite_git": "f5lite git"}
-_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 REPO = Path(__file__).resolve().parents[1]
 
 

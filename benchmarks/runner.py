@@ -1,10 +1,8 @@
 """Processes for the benchmarks: every run of a configuration in a fresh interpreter, rounds interleaved, time limits.
 
-A fresh process per run keeps each run's peak memory its own and carries nothing over (allocator caches, compiled
-code, thread pools, imported modules). A child reports a JSON object on its last line of output, or in the file that
-replaces `RESULT` in its command line. A VM's speed drifts by 10-25 % within minutes, so `run_interleaved` runs every
-configuration once per round, in turn (reversed every other round with `alternate`), and `median_record` keeps each
-configuration's median round. The /proc readings and `start_server` serve the benchmarks that watch a process.
+A fresh process per run keeps its peak memory its own and carries nothing over. A child reports a JSON object on its
+last line of output, or in the file that replaces `RESULT` in its command line. A VM's speed drifts by 10-25 % within
+minutes, so `run_interleaved` runs every configuration once per round, in turn; `median_record` keeps the median.
 """
 
 from __future__ import annotations
@@ -22,10 +20,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 RESULT = "{result}"
 """Placeholder in a command line: replaced by the file where the child writes its JSON result."""
@@ -54,22 +52,9 @@ def child_spec(argv: Sequence[str]) -> dict[str, Any] | None:
     return json.loads(argv[1]) if list(argv[:1]) == [CHILD] else None
 
 
-class Watch(Protocol):
-    """Something observed of a running child: `poll` every `poll_s` seconds while it runs, then `summary`."""
-
-    def poll(self, pid: int) -> None:
-        """Look at the child process `pid` (it may have exited already)."""
-
-    def summary(self) -> dict[str, Any]:
-        """What was observed, stored as `Run.watched`."""
-
-
 @dataclass(frozen=True)
 class Run:
-    """One run of one configuration: its process, exit status, clock, load, result (or error), output and watch.
-
-    `started` is `time.monotonic()` at launch; `error` says in one line why there is no `result`.
-    """
+    """One run: process, exit status, clock (`started`: monotonic at launch), load, result or error, output, watch."""
 
     config: str
     round: int
@@ -108,11 +93,7 @@ class ChildFailedError(RuntimeError):
 
 
 def schedule(names: Sequence[str], rounds: int, *, alternate: bool = False) -> list[tuple[int, str]]:
-    """The `(round, name)` order of the runs: every name once per round, every other round reversed if `alternate`.
-
-    Raises:
-        ValueError: No names, repeated names, or fewer than one round.
-    """
+    """The `(round, name)` order of the runs: every name once per round, every other round reversed if `alternate`."""
     if not names or len(set(names)) != len(names) or rounds < 1:
         raise ValueError(f"need distinct configuration names and at least 1 round, got {list(names)}, {rounds}")
     return [(r, name) for r in range(rounds) for name in (names[::-1] if alternate and r % 2 else names)]
@@ -124,7 +105,7 @@ def run_child(
     *,
     result_dir: Path | None = None,
     timeout: float | None = None,
-    watch: Callable[[], Watch] | None = None,
+    watch: Callable[[], Any] | None = None,
     poll_s: float = 0.2,
 ) -> Run:
     """Run one configuration in a fresh process and collect its JSON result (a failure does not raise here).
@@ -134,7 +115,8 @@ def run_child(
         round_: The round this run belongs to (names its result file).
         result_dir: Where `RESULT` files go (default: a temporary directory, removed afterwards).
         timeout: Seconds the child may run before it is killed and the run fails.
-        watch: Makes a `Watch` polled every `poll_s` seconds while the child runs.
+        watch: Makes an object whose `poll(pid)` is called every `poll_s` seconds while the child runs, and whose
+            `summary()` (a dict) becomes `Run.watched`.
         poll_s: Seconds between polls.
     """
     with contextlib.ExitStack() as stack:
@@ -189,19 +171,11 @@ def run_interleaved(
     on_run: Callable[[Run], None] | None = None,
     **child: Any,
 ) -> list[Run]:
-    """Every configuration in its own process, once per round, in turn within each round (see `schedule`).
+    """Every configuration (names distinct) in its own process, once per round, in turn (see `schedule`); the runs.
 
-    Args:
-        configs: The configurations, in the order of the first round; their names must differ.
-        rounds: How many rounds.
-        alternate: Reverse every other round.
-        check: Raise `ChildFailedError` at the first failed run; otherwise failed runs are returned too.
-        work_dir: Where `RESULT` files go and stay (default: a temporary directory, removed at the end).
-        on_run: Called with each run as soon as it ends; what it raises stops the rest.
-        **child: `timeout`, `watch` and `poll_s` of `run_child`.
-
-    Returns:
-        The runs in the order they ran.
+    `check` raises `ChildFailedError` at the first failed run (else failed runs are returned too); `work_dir` keeps
+    the `RESULT` files; `on_run` sees each run as soon as it ends (what it raises stops the rest); `child` holds
+    `timeout`, `watch` and `poll_s` of `run_child`.
     """
     by_name = {c.name: c for c in configs}
     runs: list[Run] = []
@@ -220,10 +194,7 @@ def run_interleaved(
 
 
 def median_record(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, Any]:
-    """The record with the (lower) median `key` over the rounds, with every round's value as `<key>_rounds`.
-
-    Records with an `"error"` are left out (the first record is returned when every round failed).
-    """
+    """The record with the (lower) median `key` of those without an error (else the first), all as `<key>_rounds`."""
     ok = sorted((r for r in records if "error" not in r), key=lambda r: float(r[key]))
     if not ok:
         return dict(records[0])
@@ -248,9 +219,6 @@ def int_list(minimum: int) -> Callable[[str], list[int]]:
         return values
 
     return parse
-
-
-# ------------------------------------------------------------------------------------ a process seen from /proc
 
 
 def status_kb(pid: int | str, key: str) -> int | None:
@@ -298,45 +266,36 @@ def cpu_seconds(pid: int | str = "self") -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime and stime of proc(5), in ticks
 
 
-def start_server(model: str, voices: Path, extra: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `f5lite-serve model=MODEL --voices VOICES` on a free port; its process and URL once `/health` answers.
+@contextlib.contextmanager
+def serving(model: str, voices: Path, extra: list[str], log: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`f5lite-serve model=MODEL --voices VOICES` on a free port: its process and URL once `/health` answers.
 
-    Its output goes into `log` (an unread pipe would fill and block it).
-
-    Raises:
-        SystemExit: The server exited, or was not ready within 300 s.
+    Its output goes into `log` (an unread pipe would fill and block it); SystemExit when it fails or is not ready.
+    It is stopped at the end.
     """
     import httpx
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [
-        sys.executable,
-        "-m",
-        "f5lite.serve",
-        f"model={model}",
-        "--voices",
-        str(voices),
-        "--port",
-        str(port),
-        *extra,
-    ]
+    command = [sys.executable, "-m", "f5lite.serve", f"model={model}", "--voices", str(voices), "--port", str(port)]
     with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen([*command, *extra], stdout=out, stderr=subprocess.STDOUT)
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 300
-    while process.poll() is None and time.monotonic() < deadline:
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return process, url
-        time.sleep(0.2)
-    if process.poll() is not None:
-        raise SystemExit(f"the server failed: {log.read_text()[-2000:]}")
-    process.kill()
-    raise SystemExit("the server was not ready in 300 s")
-
-
-# ------------------------------------------------------------------------------------------------------ helpers
+    try:
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            if process.poll() is not None:
+                raise SystemExit(f"the server failed: {log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise SystemExit("the server was not ready in 300 s")
+            time.sleep(0.2)
+        yield process, url
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
 
 
 def _text(file: IO[bytes]) -> str:
@@ -344,7 +303,7 @@ def _text(file: IO[bytes]) -> str:
     return file.read().decode("utf-8", errors="replace")
 
 
-def _poll(watcher: Watch, pid: int, done: threading.Event, poll_s: float) -> None:
+def _poll(watcher: Any, pid: int, done: threading.Event, poll_s: float) -> None:
     while not done.is_set():
         watcher.poll(pid)
         done.wait(poll_s)

@@ -1,14 +1,12 @@
 """What training the duration predictor alongside costs: seconds per update of the flow model with and without it.
 
-    python scripts/bench_duration.py --repeats 5 --updates 20            # minutes on 2 cores
-    python scripts/bench_duration.py --recipe debug_tiny --repeats 1 --updates 2 --out /tmp/d.json   # seconds
+    python scripts/bench_duration.py --repeats 5 --updates 20 --out scripts/results/duration_cpu.json
 
-`duration=small` trains the predictor on the flow model's own batches, one more forward, backward and step per
-update. Each measurement is a fresh process building the run's own `Trainer` (`+recipe=RECIPE duration=VARIANT`),
-pre-fetching the same update groups from its loader, and timing `--updates` calls of `Trainer.train_update` after
-`--warmup` (no data loading, logging or checkpoints: an upper bound of the cost). The variants alternate over
-`--repeats` rounds; reported are the medians, their ratio, the median per-round ratio, and the predictor's own part
-timed right after in the same process. The JSON goes to `--out`; a short table is printed.
+`duration=small` trains the predictor on the flow model's own batches: one more forward, backward and step per
+update. Each measurement is a fresh process building the run's `Trainer` (`+recipe=RECIPE duration=VARIANT`),
+pre-fetching the same update groups and timing `--updates` calls of `Trainer.train_update` after `--warmup` (no data
+loading, logging or checkpoints: an upper bound of the cost). The variants alternate over `--repeats` rounds:
+the medians, their ratio, the median per-round ratio, and the predictor's own part timed right after, in `--out`.
 """
 
 from __future__ import annotations
@@ -40,9 +38,7 @@ def measure(variant: str, recipe: str, overrides: list[str], *, updates: int, wa
         torch.set_num_threads(threads)
     load = os.getloadavg()[0]  # other work on the machine: the timings are only as good as it is idle
     with tempfile.TemporaryDirectory(prefix="f5lite_bench_duration_") as tmp:
-        trainer = Trainer(
-            compose_config([f"+recipe={recipe}", f"duration={variant}", *overrides, f"run_dir={tmp}/run"])
-        )
+        trainer = Trainer(compose_config([f"+recipe={recipe}", f"duration={variant}", *overrides, f"run_dir={tmp}/r"]))
         try:  # the trainer's own grouping of batches into updates (`optim.grad_accum`), across epochs, as `fit` does
             groups = trainer._micro_batches()
             batches = [[b.to(trainer.device) for b in next(groups)] for _ in range(warmup + updates)]
@@ -178,11 +174,9 @@ def main(argv: list[str] | None = None) -> int:
 
     done = runner.run_interleaved(configs, args.repeats, check=False, timeout=args.timeout, on_run=show)
     runs = [run.record(variant=run.config) for run in done]
-    result = {"machine": results.flat_header(results.run_header()),
-              "settings": {"recipe": args.recipe, "overrides": args.overrides,
-                           "variants": [f"duration={v}" for v in VARIANTS], "repeats": args.repeats,
-                           "updates": args.updates, "warmup": args.warmup, "threads": args.threads},
-              "summary": summarize(runs), "runs": runs, "note": args.note}  # fmt: skip
+    settings |= {"variants": [f"duration={v}" for v in VARIANTS], "repeats": args.repeats}
+    result = {"machine": results.flat_header(results.run_header()), "settings": settings, "summary": summarize(runs),
+              "runs": runs, "note": args.note}  # fmt: skip
     results.write_results(args.out, result)
     print(table(result))
     print(f"machine: {results.describe(result['machine'])}; written to {args.out}")

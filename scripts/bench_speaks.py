@@ -1,35 +1,43 @@
-"""When does a model trained from scratch start to say words? Held-out WER / SIM / MOS against minutes and updates.
+"""When does a model trained from scratch say words, and does online RL make a trained one say them better?
 
     make speak-corpus
     PYTHONPATH=.f5tts python scripts/bench_speaks.py --minutes 45 --out-dir scripts/results
+    python scripts/bench_speaks.py --start runs/speak_cpu/export --minutes 45 --out-dir scripts/results
+    python scripts/bench_speaks.py --start runs/speak_cpu/export --duration runs/duration_small/export --lr 1e-3
+    python scripts/bench_speaks.py --start runs/speak_cpu/export --spread 6 --out-dir scripts/results
 
-Issue 41's curve. The arms (`--arms`, `ARMS`) train from scratch side by side for the same wall-clock budget, each
-with an equal share of the cores (`benchmarks.arms`); `f5tts` is F5-TTS's own `Trainer` as `compare_f5tts_run.py`
-runs it, with speak_cpu_char's model, vocab and settings. Then up to `--points` kept checkpoints per arm (evenly
-spread, the last always) are scored by `f5lite-eval` on the first `--limit` held-out rows (WER through the corpus's
-recogniser vocabulary, SIM, MOS, Griffin-Lim), beside the floors: the test set's own recordings, as recorded and
-through log-mel and Griffin-Lim. A checkpoint's minute is its file's time after the arm's launch. `--runs ARM=DIR`
-scores runs already made without training.
+From scratch (issue 41's curve, `bench_speaks_TAG`): the arms (`--arms`) train side by side for the same wall-clock
+budget (`benchmarks.arms`; `f5tts` is F5-TTS's own `Trainer` with speak_cpu_char's settings). Up to `--points`
+checkpoints per arm (the last always; its minute: its file's time after the launch) are scored by `f5lite-eval` on
+`--limit` held-out rows beside the floors, the recordings as recorded and through Griffin-Lim (`--runs`: runs made).
+
+From `--start` (issue 42, `bench_reward_TAG`): `grpo` (`+recipe=grpo`, rewarded by WER and SIM) and `finetune`
+(`+recipe=speak_cpu`) train side by side with the same constant learning rate and EMA. The start and each arm's last
+checkpoint are scored on `--limit` held-out rows once per noise seed, paired by seed and by row (bootstrap interval);
+a WER gain bought with SIM or MOS beyond the seeds' spread is flagged (reward hacking). With `--duration DIR` the
+arms train that duration predictor. `--spread N` trains nothing: on N RL prompts it scores `independent` groups
+(takes that differ only in their start: the ODE sampler, no step to credit) and `window` groups (GRPO's rollouts,
+what its loss sees): mean WER, best-of-group WER, within-group spread of WER and reward (`grpo_spread_TAG.json`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
+import statistics
 import sys
+import tempfile
+import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from benchmarks import arms as bench_arms
 from benchmarks import f5tts, results
-from benchmarks.arms import Arm, Point, eval_keys, evaluate, tool
+from benchmarks.arms import REPO, Arm, eval_keys, evaluate, tool
 
-REPO = Path(__file__).resolve().parent.parent
 ARMS = {
     "f5lite": ("f5lite", "speak_cpu", "ipa", ()),
     "f5lite-char": ("f5lite", "speak_cpu_char", "char", ()),
@@ -40,6 +48,12 @@ ARMS = {
 """Arm name -> (trainer, recipe, corpus, the arm's own overrides). The last two isolate one lever each."""
 DEFAULT_ARMS = ("f5lite", "f5lite-char", "f5tts")
 F5LITE_STEP, F5TTS_STEP = re.compile(r"step-(\d+)$"), re.compile(r"model_(\d+)\.pt$")
+
+
+REWARD_ARMS = ("grpo", "finetune")
+METRICS = ("wer", "sim", "mos")
+MAX_UPDATES = 1_000_000
+"""Both reward arms' `optim.max_updates`: never reached, so the learning rate stays constant until the budget ends."""
 
 
 def f5tts_command(arm: Arm, work: Path) -> list[str]:
@@ -83,10 +97,10 @@ def arm_command(arm: Arm, work: Path) -> list[str]:
 def checkpoints(arm: Arm) -> list[tuple[int, Path, float]]:
     """The arm's kept checkpoints: (update, path, seconds after launch, from the file's time), in update order."""
     root = Path(arm.run_dir)
-    f5 = ARMS[arm.name][0] == "f5tts"
-    pattern, paths = (
-        (F5TTS_STEP, root.glob("model_*.pt")) if f5 else (F5LITE_STEP, (root / "checkpoints").glob("step-*"))
-    )
+    if ARMS[arm.name][0] == "f5tts":
+        pattern, paths = F5TTS_STEP, root.glob("model_*.pt")
+    else:
+        pattern, paths = F5LITE_STEP, (root / "checkpoints").glob("step-*")
     found = [(int(m.group(1)), path) for path in paths if (m := pattern.search(path.name))]
     if arm.launched is not None:
         launched = arm.launched
@@ -114,8 +128,7 @@ def eval_command(arm: Arm, step: int, path: Path, work: Path, limit: int) -> tup
 
 
 def cloning_means(summary: dict[str, Any]) -> tuple[float | None, float | None]:
-    """The output's calibrated similarity and top-1 identification on the held-out voices (all rows when the test
-    set has none held out), or Nones without cloning metrics."""
+    """Calibrated similarity and top-1 of the held-out voices' outputs (else all rows'; Nones without cloning)."""
     if not (cloning := summary.get("cloning")):
         return None, None
     output = (cloning["by_split"].get("held_out") or cloning["overall"]).get("output") or {}
@@ -127,19 +140,17 @@ def score(arms: Sequence[Arm], work: Path, limit: int, points: int, jobs: int) -
     tasks = []
     for arm in arms:
         for step, path, seconds in pick(checkpoints(arm), points):
-            arm.points.append(point := Point(update=step, minutes=round(seconds / 60, 2)))
+            arm.points.append(point := {"update": step, "minutes": round(seconds / 60, 2)})
             tasks.append((arm, point, path))
 
-    def one(task: tuple[Arm, Point, Path]) -> None:
+    def one(task: tuple[Arm, dict[str, Any], Path]) -> None:
         arm, point, path = task
-        summary = evaluate(*eval_command(arm, point.update, path, work, limit))
-        means = summary["means"]
-        point.wer, point.sim, point.mos = means.get("wer"), means.get("sim"), means.get("mos")
-        point.sim_calibrated, point.top1 = cloning_means(summary)
-        print(f"bench_speaks: {arm.name} update {point.update} ({point.minutes} min): WER {point.wer}", flush=True)
+        summary = evaluate(*eval_command(arm, point["update"], path, work, limit))
+        point.update({k: summary["means"].get(k) for k in ("wer", "sim", "mos")})
+        point["sim_calibrated"], point["top1"] = cloning_means(summary)
+        print(f"bench_speaks: {arm.name} update {point['update']} ({point['minutes']} min): WER {point['wer']}")
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, tasks))
+    bench_arms.parallel(one, tasks, jobs)
 
 
 def floors(corpus: Path, work: Path, limit: int) -> dict[str, Any]:
@@ -186,14 +197,17 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def intro(result: dict[str, Any], name: str, what: str) -> list[str]:
+    """A page's title and its machine, threads and `what`."""
+    header, flags = result["header"], ", ".join(result["cpu_flags"])
+    cores = f"{header['machine']['logical_cores']} logical cores, {result['threads']} thread(s) per arm"
+    return [f"# {name}: {header['date']}", "", f"{header['machine']['cpu']} ({flags}), {cores}; {what}", ""]
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The curve as a table per arm, with the floors."""
-    header = result["header"]
     budget = f"{result['minutes']} min" if result["minutes"] else "none (runs made apart, scored with --runs)"
-    lines = [f"# bench_speaks: {header['date']}", "",
-             f"{header['machine']['cpu']} ({', '.join(result['cpu_flags'])}), {header['machine']['logical_cores']} "
-             f"logical cores; {result['threads']} thread(s) per arm; budget: {budget}; {result['limit']} held-out rows.",
-             ""]  # fmt: skip
+    lines = intro(result, "bench_speaks", f"budget: {budget}; {result['limit']} held-out rows.")
     for key, values in (result.get("floors") or {}).items():
         if values and key != "cloning":
             lines.append(f"- floor, {key}: WER {_fmt(values.get('wer'))}, SIM {_fmt(values.get('sim'))}, "
@@ -203,12 +217,189 @@ def markdown(result: dict[str, Any]) -> str:
         rows = [[p["update"], p["minutes"], *(_fmt(p.get(k)) for k in ("wer", "sim", "mos", "sim_calibrated", "top1"))]
                 for p in arm["points"]]  # fmt: skip
         head = ["update", "minutes", "WER", "SIM", "MOS", "calibrated SIM", "top-1"]
-        lines += [
-            "",
-            f"## {name} (recipe {arm['recipe']}{overrides}, {arm['corpus']})",
-            "",
-            *results.table(head, rows, "r" * 7),
-        ]
+        title = f"## {name} (recipe {arm['recipe']}{overrides}, {arm['corpus']})"
+        lines += ["", title, "", *results.table(head, rows, "r" * 7)]
+    return "\n".join(lines) + "\n"
+
+
+def arm_settings(name: str, args: argparse.Namespace) -> list[str]:
+    """One arm's overrides, what both share last; with `--duration` both train that predictor (`--start` speaks)."""
+    corpus, grpo = args.ipa_corpus.resolve(), name == "grpo"
+    rl = [f"grpo.prompts={corpus / 'rl' / 'prompts.txt'}", f"eval.asr=pocketsphinx:{corpus / 'asr'}"]
+    shared = [f"data.dir={corpus}", "optim.warmup_updates=0", f"optim.max_updates={MAX_UPDATES}"]
+    if args.duration is None:
+        own = [*rl, "ckpt.every=50"] if grpo else ["ckpt.every=500"]
+        shared = [f"init.weights={args.start.resolve()}", *shared[:1], f"optim.lr={args.lr}", *shared[1:],
+                  "ema.update_after=0", f"ema.decay={args.ema_decay}"]  # fmt: skip
+    else:
+        tokenizer = json.loads((args.start / "config.json").read_text(encoding="utf-8"))["tokenizer"]
+        own = [f"init.weights={args.start.resolve()}", *rl, "ckpt.every=25"] if grpo else ["ckpt.every=500"]
+        shared = [f"duration.init={args.duration.resolve()}", *shared[:1], f"data.tokenizer={tokenizer}",
+                  f"duration.lr={args.lr}", *shared[1:]]  # fmt: skip
+    return [*own, *shared, "eval.every=0", "logger.every=5", *args.overrides]
+
+
+def spread(args: argparse.Namespace) -> dict[str, Any]:
+    """`--spread`: the WER and reward spread of `independent` and `window` groups of the same prompts."""
+    import torch
+
+    from f5lite.config import compose_config
+    from f5lite.train import Trainer
+
+    torch.set_num_threads(args.threads or torch.get_num_threads())
+    corpus, seed = args.ipa_corpus.resolve(), args.seeds[0]
+    with tempfile.TemporaryDirectory() as run:
+        cfg = compose_config([
+            "+recipe=grpo", f"init.weights={args.start.resolve()}", f"data.dir={corpus}", f"run_dir={run}",
+            f"grpo.prompts={corpus / 'rl' / 'prompts.txt'}", f"eval.asr=pocketsphinx:{corpus / 'asr'}",
+            "perf.precision=no", "logger.backend=none", "grpo.likelihood=sde", *args.overrides,
+        ])  # fmt: skip
+        grpo = Trainer(cfg).net.module
+    if "wer" not in grpo.rewards.names:
+        raise SystemExit("bench_speaks.py: --spread measures the WER's spread; the WER reward is off")
+    s, kinds = grpo.settings, {"independent": [], "window": []}
+    picks = torch.linspace(0, len(grpo.pieces) - 1, args.spread).round().long().tolist()
+    generator, started = torch.Generator().manual_seed(seed), time.perf_counter()
+    with torch.no_grad():
+        for i in picks:
+            piece = grpo.pieces[i]
+            waves = [grpo.synthesizer.generate([piece], grpo.options, seed=seed * 1_000 + j)[0] for j in range(s.group)]
+            texts, refs = [piece.text] * s.group, [piece.reference.wave] * s.group
+            kinds["independent"].append(grpo.rewards.terms(waves, texts, refs))
+            kinds["window"].append(grpo.rollout([piece], generator).terms)
+            print(f"bench_reward: prompt {i} scored ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    found: dict[str, Any] = {"start": str(args.start), "prompts": picks, "group": s.group, "steps": s.sample.steps}
+    found |= {"train_steps": s.train_steps, "noise_level": s.noise_level, "seed": seed}
+    for kind, groups in kinds.items():
+        terms = torch.stack(groups)  # [prompts, group, terms]
+        wer, total = -terms[..., grpo.rewards.names.index("wer")], (terms * grpo.rewards.weights).sum(dim=-1)
+        spreads = {"wer_spread": wer, "reward_spread": total}
+        found[kind] = {"wer": float(wer.mean()), "best_of_group_wer": float(wer.min(dim=1).values.mean())}
+        found[kind] |= {key: float(x.std(dim=1, unbiased=False).mean()) for key, x in spreads.items()}
+    return found
+
+
+def last_checkpoint(arm: Arm) -> int:
+    """The update of the arm's newest checkpoint."""
+    if not (steps := sorted(int(p.name[5:]) for p in (Path(arm.run_dir) / "checkpoints").glob("step-*"))):
+        raise SystemExit(f"bench_speaks.py: {arm.name} saved no checkpoint; see its log in the work folder")
+    return steps[-1]
+
+
+def model_keys(arms: Sequence[Arm], start: Path, duration: Path | None, work: Path) -> dict[str, list[str]]:
+    """The f5lite-eval keys of the start and of each arm's last export (with `--duration`: as the start's predictor)."""
+    speaker = [f"model={start.resolve()}"]
+    models = {"start": speaker if duration is None else [*speaker, f"duration={duration.resolve()}"]}
+    for arm in arms:
+        export = work / "exports" / arm.name
+        if not export.exists():
+            bench_arms.export(arm.run_dir, last_checkpoint(arm), export)
+        models[arm.name] = [f"model={export}"] if duration is None else [*speaker, f"duration={export}"]
+    return models
+
+
+def score_seeds(models: dict[str, list[str]], args: argparse.Namespace) -> dict[str, dict[int, dict[str, float]]]:
+    """f5lite-eval of every model with every seed (run again where scored before): {model: {seed: means}}."""
+    corpus, work, limit = args.ipa_corpus.resolve(), args.work, args.limit
+
+    def one(task: tuple[str, int]) -> tuple[str, int, dict[str, float]]:
+        name, seed = task
+        out = work / "eval" / f"{name}-seed{seed}"
+        command = [tool("f5lite-eval"), *models[name], *eval_keys(corpus, out, limit), "floor_vocoder=none",
+                   f"sample.seed={seed}"]  # fmt: skip
+        means = evaluate(command, out)["means"]
+        print(f"bench_reward: {name} seed {seed}: " + ", ".join(f"{k} {means.get(k)}" for k in METRICS), flush=True)
+        return name, seed, {k: means[k] for k in METRICS if k in means}
+
+    scores: dict[str, dict[int, dict[str, float]]] = {name: {} for name in models}
+    for name, seed, means in bench_arms.parallel(one, [(n, seed) for n in models for seed in args.seeds], args.jobs):
+        scores[name][seed] = means
+    return scores
+
+
+def summarize(scores: dict[str, dict[int, dict[str, float]]]) -> dict[str, Any]:
+    """Each model's mean and spread over the seeds, each arm's paired change from the start, and hacking flags."""
+    summary: dict[str, Any] = {}
+    for name, by_seed in scores.items():
+        row: dict[str, Any] = {}
+        for key in METRICS:
+            values = [by_seed[s][key] for s in sorted(by_seed)]
+            row[key] = {"mean": statistics.fmean(values), "sd": statistics.stdev(values) if len(values) > 1 else 0.0}
+            if name != "start":
+                deltas = [by_seed[s][key] - scores["start"][s][key] for s in sorted(by_seed)]
+                row[key]["change"] = {"mean": statistics.fmean(deltas), "min": min(deltas), "max": max(deltas)}
+        if name != "start":  # what it gave up for its WER: SIM or MOS below the start by more than the seeds' spread
+            bought, lost = row["wer"]["change"]["max"] < 0, {k: -max(row[k]["sd"], 1e-9) for k in ("sim", "mos")}
+            row["hacked"] = [k for k, floor in lost.items() if bought and row[k]["change"]["mean"] < floor]
+        summary[name] = row
+    return summary
+
+
+def costs(arms: Sequence[Arm]) -> dict[str, Any]:
+    """Each arm's updates and s/update (start-up counts); GRPO's clips scored, mean reward of its first and last 20."""
+    from f5lite.config import compose_config
+
+    result = {}
+    for arm in arms:
+        root, updates = Path(arm.run_dir), last_checkpoint(arm)
+        configured = (root / "config.yaml").stat().st_mtime
+        seconds = (root / "checkpoints" / f"step-{updates:08d}").stat().st_mtime - configured
+        entry: dict[str, Any] = {"updates": updates, "seconds_per_update": round(seconds / max(updates, 1), 2)}
+        if arm.name == "grpo":
+            cfg = compose_config([f"+recipe={arm.recipe}", *arm.overrides])
+            entry["clips"] = updates * cfg.grpo.group * cfg.grpo.prompts_per_update
+            lines = [json.loads(x) for x in (root / "logs" / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+            if rewards := [x["reward"] for x in lines if "reward" in x]:
+                window = max(1, min(4, len(rewards) // 2))  # logged every 5 updates: 4 lines are 20 updates
+                entry["reward_first"] = round(statistics.fmean(rewards[:window]), 4)
+                entry["reward_last"] = round(statistics.fmean(rewards[-window:]), 4)
+        result[arm.name] = entry
+    return result
+
+
+def row_scores(work: Path, name: str, seeds: Sequence[int]) -> dict[str, dict[str, float]]:
+    """A model's per-row scores, each the mean over the seeds: {row id: {metric: value}}."""
+    sums: dict[str, dict[str, list[float]]] = {}
+    for seed in seeds:
+        for line in (work / "eval" / f"{name}-seed{seed}" / "results.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            for key in METRICS:
+                sums.setdefault(row["id"], {}).setdefault(key, []).append(float(row[key]))
+    return {ident: {k: statistics.fmean(v) for k, v in keys.items()} for ident, keys in sums.items()}
+
+
+def paired(work: Path, a: str, b: str, seeds: Sequence[int], resamples: int = 10_000) -> dict[str, Any]:
+    """`a - b` per held-out row (each the mean over the seeds), with a 95 % bootstrap interval over the rows."""
+    import numpy as np
+
+    rows_a, rows_b = row_scores(work, a, seeds), row_scores(work, b, seeds)
+    ids = sorted(rows_a.keys() & rows_b.keys())
+    picks = np.random.default_rng(0).integers(0, len(ids), size=(resamples, len(ids)))
+    result: dict[str, Any] = {"rows": len(ids)}
+    for key in METRICS:
+        deltas = np.array([rows_a[i][key] - rows_b[i][key] for i in ids])
+        low, high = np.percentile(deltas[picks].mean(axis=1), [2.5, 97.5])
+        result[key] = {"mean": round(float(deltas.mean()), 4), "ci95": [round(float(low), 4), round(float(high), 4)]}
+    return result
+
+
+def reward_markdown(result: dict[str, Any]) -> str:
+    """The results as a table (means over the seeds, spread, paired change from the start)."""
+    rows, duration = [], f" with the duration predictor {result['duration']}" if result.get("duration") else ""
+    for name, row in result["summary"].items():
+        cost, change = result["costs"].get(name, {}), row["wer"].get("change")
+        moved = f"{change['mean']:+.3f} ({change['min']:+.3f}..{change['max']:+.3f})" if change else ""
+        rows.append([name, cost.get("updates", 0), cost.get("seconds_per_update", ""),
+                     *(f"{row[k]['mean']:.3f} ± {row[k]['sd']:.3f}" for k in METRICS), moved,
+                     ", ".join(row.get("hacked", [])) or ""])  # fmt: skip
+    paired_rows = [[label, *(f"{d[k]['mean']:+.3f} [{d[k]['ci95'][0]:+.3f}, {d[k]['ci95'][1]:+.3f}]" for k in METRICS)]
+                   for label, d in result["paired"].items()]  # fmt: skip
+    what = f"{result['minutes']} min per arm side by side; {result['limit']} held-out rows, seeds {result['seeds']}"
+    lines = [*intro(result, "bench_reward", f"{what}; start {result['start']}{duration}."),
+             *results.table(["model", "updates", "s/update", "WER", "SIM", "MOS", "WER change (min..max)", "flagged"], rows),
+             "", "± is the spread (standard deviation) over the seeds; a change is paired by seed (same noise).", "",
+             "Per held-out row (each the mean over the seeds), paired, with a 95 % bootstrap interval over the rows:", "",
+             *results.table(["comparison", "WER", "SIM", "MOS"], paired_rows)]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -217,21 +408,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--arms", nargs="+", choices=sorted(ARMS), default=list(DEFAULT_ARMS),
-        help=f"what to train (default: {' '.join(DEFAULT_ARMS)})")  # fmt: skip
-    add("--minutes", type=float, default=45.0, help="wall-clock budget of every arm (default 45)")
-    add("--threads", type=int, default=None, help="threads per arm (default: cores / arms)")
+        help=f"what to train from scratch (default: {' '.join(DEFAULT_ARMS)})")  # fmt: skip
     add("--char-corpus", type=Path, default=REPO / "runs" / "speak_corpus")
-    add("--ipa-corpus", type=Path, default=REPO / "runs" / "speak_corpus_ipa")
+    add("--ipa-corpus", "--corpus", type=Path, default=REPO / "runs" / "speak_corpus_ipa", help="RL's with --start")
     add("--runs", nargs="+", default=[], metavar="ARM=DIR", help="score these runs, train none")
-    add("--set", nargs="+", default=[], metavar="KEY=VALUE", dest="overrides",
-        help="training overrides for every arm (not model.*: the recipes fix the model)")  # fmt: skip
-    add("--limit", type=int, default=30, help="held-out rows scored per checkpoint (default 30)")
     add("--points", type=int, default=8, help="checkpoints scored per arm (default 8)")
-    add("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="f5lite-eval processes")
-    add("--work", type=Path, default=REPO / "runs" / "bench_speaks", help="runs and scores")
-    add("--out-dir", type=Path, default=None, help="write bench_speaks.{json,md,png} here")
-    add("--tag", default="cpu", help="results file suffix (default cpu)")
-    return parser.parse_args(argv)
+    add("--start", type=Path, help="GRPO against plain fine-tuning from this f5lite export, not from scratch")
+    add("--duration", type=Path, default=None, help="with --start: RL of this duration predictor instead")
+    add("--lr", type=float, default=1e-4, help="with --start: both arms' constant learning rate (default 1e-4)")
+    add("--ema-decay", type=float, default=0.9, help="with --start: both arms' EMA decay (default 0.9)")
+    add("--seeds", type=int, nargs="+", default=[0, 1, 2], help="with --start: f5lite-eval noise seeds")
+    add("--score-only", action="store_true", help="with --start: score the runs already in --work, train none")
+    add("--spread", type=int, default=0, metavar="PROMPTS", help="with --start: the GRPO groups' spread, no training")
+    bench_arms.add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.work = args.work or REPO / "runs" / ("bench_speaks" if args.start is None else "bench_reward")
+    return args
 
 
 def arms_of(args: argparse.Namespace) -> list[Arm]:
@@ -251,26 +443,61 @@ def arms_of(args: argparse.Namespace) -> list[Arm]:
     return arms
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Train (unless `--runs`), score and write `bench_speaks_TAG.{json,md,png}`."""
-    args = parse_args(argv)
+def curve(args: argparse.Namespace) -> int:
+    """From scratch: train (unless `--runs`), score and write `bench_speaks_TAG.{json,md,png}`."""
     arms = arms_of(args)
-    threads = args.threads or max(1, (os.cpu_count() or 1) // len(arms))
-    args.work.mkdir(parents=True, exist_ok=True)
-    if not args.runs:
-        if existing := [arm.run_dir for arm in arms if Path(arm.run_dir).exists()]:
-            raise SystemExit(f"bench_speaks.py: {existing[0]} exists; remove it or give another --work")
-        bench_arms.train(arms, args.minutes, threads, args.work, arm_command)
+    threads = bench_arms.launch(arms, args, None if args.runs else arm_command)
     score(arms, args.work, args.limit, args.points, args.jobs)
     result = {
-        "header": results.run_header(["f5-tts"]), "cpu_flags": results.cpu_flags(),
-        "minutes": None if args.runs else args.minutes, "threads": threads, "limit": args.limit,
-        "floors": floors(Path(arms[0].corpus), args.work, args.limit), "arms": {arm.name: asdict(arm) for arm in arms},
+        **bench_arms.header("f5-tts"), "minutes": None if args.runs else args.minutes, "threads": threads,
+        "limit": args.limit, "floors": floors(Path(arms[0].corpus), args.work, args.limit),
+        "arms": {arm.name: asdict(arm) for arm in arms},
     }  # fmt: skip
-    stem = (args.out_dir or args.work) / f"bench_speaks_{args.tag}"
-    results.write_results(stem.with_suffix(".json"), result, markdown(result), plot=lambda path: plot(result, path))
-    print(f"bench_speaks: wrote {stem}.{{json,md,png}}")
+    bench_arms.write(args, "bench_speaks", result, markdown(result), plot=lambda path: plot(result, path))
     return 0
+
+
+def reward(args: argparse.Namespace) -> int:
+    """`--start`: train both arms (unless `--score-only`), score them with the start, write `bench_reward_TAG`."""
+    if not (args.start / "config.json").is_file():
+        raise SystemExit(f"bench_speaks.py: --start {args.start} is not an f5lite export (no config.json)")
+    if args.spread:
+        try:
+            result = {**bench_arms.header(), **spread(args)}
+        except ValueError as err:  # a bad --corpus or --set: one line, as the trainer words it
+            raise SystemExit(f"bench_speaks.py: {err}") from None
+        print(json.dumps(result, indent=2))
+        bench_arms.write(args, "grpo_spread", result, None)
+        return 0
+    if not (args.ipa_corpus / "rl" / "prompts.txt").is_file():
+        raise SystemExit(f"bench_speaks.py: {args.ipa_corpus} has no rl/prompts.txt; run `make speak-corpus`")
+    if args.duration is not None and not (args.duration / "duration.json").is_file():
+        raise SystemExit(f"bench_speaks.py: --duration {args.duration} holds no duration predictor (duration.json)")
+    recipes = {"grpo": "duration_grpo", "finetune": "duration_small"} if args.duration else {"grpo": "grpo"}
+    corpus, arms = args.ipa_corpus.resolve(), []
+    for n in REWARD_ARMS:
+        run_dir, recipe = str((args.work / n).resolve()), recipes.get(n, "speak_cpu")
+        arms.append(Arm(name=n, run_dir=run_dir, recipe=recipe, corpus=str(corpus), overrides=arm_settings(n, args)))
+    train = None if args.score_only else (lambda arm, work: bench_arms.f5lite_train(arm))
+    threads = bench_arms.launch(arms, args, train)
+    scores = score_seeds(model_keys(arms, args.start, args.duration, args.work), args)
+    result = {
+        **bench_arms.header(), "minutes": args.minutes, "threads": threads,
+        "limit": args.limit, "seeds": args.seeds, "start": str(args.start), "lr": args.lr,
+        "duration": str(args.duration) if args.duration else None,
+        "arms": {arm.name: {"overrides": arm.overrides, "returncode": arm.returncode, "error": arm.error} for arm in arms},
+        "costs": costs(arms), "scores": scores, "summary": summarize(scores),
+        "paired": {f"{a} - {b}": paired(args.work, a, b, args.seeds)
+                   for a, b in (("grpo", "start"), ("finetune", "start"), ("grpo", "finetune"))},
+    }  # fmt: skip
+    bench_arms.write(args, "bench_reward", result, reward_markdown(result))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """From scratch, or from `--start`; write the results."""
+    args = parse_args(argv)
+    return curve(args) if args.start is None else reward(args)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,9 @@
     python scripts/bench_transcribe.py                                  # 10 minutes made of the demo clips
     python scripts/bench_transcribe.py --input ~/podcast --asr pocketsphinx --asr faster-whisper:~/models/large-v3
 
-The recordings are `--input DIR` or, by default, one 44.1 kHz stereo FLAC per demo speaker (its utterances with
-pauses of 0.2 to 1.5 s and mild noise, `--minutes` in all). Each `--asr` spec runs with each `--workers` count as a
-whole `transcribe()` into a fresh folder; the VAD alone is timed too. Reported per row: wall clock, hours of audio
-per hour, clips kept; written to `--out-dir` as `transcribe_cpu.json` and `.md` (`--name`).
+The recordings are `--input DIR` or one 44.1 kHz stereo FLAC per demo speaker (its utterances, pauses of 0.2 to 1.5 s,
+mild noise, `--minutes` in all). Each `--asr` spec runs with each `--workers` count as a whole `transcribe()`, and
+the VAD alone: wall clock, hours of audio per hour, clips kept (`--out-dir/transcribe_cpu.{json,md}`).
 """
 
 from __future__ import annotations
@@ -29,8 +28,7 @@ from f5lite.transcribe.run import TranscribeOptions, find_recordings, transcribe
 from f5lite.transcribe.source import TranscribeSettings
 from f5lite.transcribe.vad import load_vad_model, speech_track
 
-DEMO_RATE = 24_000
-OUT_RATE = 44_100
+DEMO_RATE, OUT_RATE = 24_000, 44_100
 
 
 def make_recordings(folder: Path, minutes: float, seed: int) -> None:
@@ -63,12 +61,10 @@ def time_vad(recordings: list[Path]) -> dict[str, Any]:
 
 def time_run(recordings_dir: Path, asr: str, workers: int, scratch: Path) -> dict[str, Any]:
     """One whole `transcribe()` into a fresh OUT."""
-    out = Path(tempfile.mkdtemp(dir=scratch)) / "out"
+    options, out = TranscribeOptions(TranscribeSettings(asr=asr), workers=workers), Path(tempfile.mkdtemp(dir=scratch))
     start = time.perf_counter()
-    result = transcribe(recordings_dir, out, TranscribeOptions(TranscribeSettings(asr=asr), workers=workers))
-    wall = time.perf_counter() - start
-    totals = result.report["totals"]
-    return {"stage": "transcribe", "asr": asr, "workers": workers, "wall_s": round(wall, 2),
+    totals = transcribe(recordings_dir, out / "out", options).report["totals"]
+    return {"stage": "transcribe", "asr": asr, "workers": workers, "wall_s": round(time.perf_counter() - start, 2),
             "clips_kept": totals["clips_kept"], "failed": totals["failed"]}  # fmt: skip
 
 
@@ -97,16 +93,15 @@ def main() -> None:
     add("--name", default="transcribe_cpu")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch_dir:
-        scratch, source = Path(scratch_dir), args.input
-        if source is None:
-            (source := scratch / "recordings").mkdir()
+        if (source := args.input) is None:
+            (source := Path(scratch_dir) / "recordings").mkdir()
             make_recordings(source, args.minutes, args.seed)
         recordings = find_recordings(source.resolve())
         audio_s = sum(sf.info(str(path)).duration for path in recordings)
         rows = [time_vad(recordings)]
         for asr in args.asr or ["pocketsphinx"]:
             for workers in args.workers:
-                rows.append(time_run(source, asr, workers, scratch))
+                rows.append(time_run(source, asr, workers, Path(scratch_dir)))
                 print(rows[-1], flush=True)
     for row in rows:
         row["speed"] = round(audio_s / row["wall_s"], 1)

@@ -2,14 +2,12 @@
 
     PYTHONPATH=.f5tts python scripts/compare_f5tts_run.py --rounds 2 --out-dir scripts/results
 
-Both train the same DiT (`--model`) on the demo dataset's training clips (F5-TTS from its own prepared format,
-`benchmarks.f5tts`), with the same frame budget, utterances per batch, precision, learning rate and warm-up,
-clipping, EMA, DataLoader workers and checkpoint interval, each run in its own process, the sides alternating within
-every round. F5-TTS runs whole epochs, so `--updates` is rounded up to whole epochs and f5lite runs as many updates.
-Measured: the wall clock from launch to exit, updates/s and frames/s over the steady part (after `--skip` updates,
-checkpoint time taken out), the time inside each save, and peak memory (VmHWM of the process and its workers, and
-the largest VmRSS of the tree polled every 0.2 s). `--f5tts-compile` and `--f5lite-extra perf.compile=true` compile
-both (`make bench-gpu`). Results are written after every run. Method and caveats: docs/benchmarks.md.
+Both train the same DiT (`--model`) on the demo's training clips (F5-TTS from its own format, `benchmarks.f5tts`)
+with the same batches, precision, optimizer, EMA, workers and checkpoint interval, each run in its own process, the
+sides alternating within every round. F5-TTS runs whole epochs: `--updates` is rounded up to whole epochs. Measured:
+wall clock from launch to exit, updates/s and frames/s over the steady part (after `--skip` updates, checkpoint time
+taken out), the time inside each save, and peak memory (VmHWM of the process and its workers, the largest VmRSS of
+the tree polled every 0.2 s). Results are written after every run. Method and caveats: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ SIDES = ("f5tts", "f5lite")
 """The two trainers, in the order of the first round."""
 MODELS = {name: DITS[name] for name in ("base", "mid", "small", "tiny")}
 """DiT constructor arguments of `--model`."""
-POLL_S = 0.2
 
 
 def write_f5lite_mels(clips: Sequence[dict[str, Any]], demo: Path, out: Path) -> Path:
@@ -43,12 +40,9 @@ def write_f5lite_mels(clips: Sequence[dict[str, Any]], demo: Path, out: Path) ->
     out.mkdir(parents=True, exist_ok=True)
     csv = out / "metadata.csv"
     csv.write_text("audio_file|text\n" + "".join(f"{c['audio_path']}|{c['text']}\n" for c in clips), encoding="utf-8")
-    prepared = out / "f5lite_mels"
-    command = [sys.executable, "-m", "f5lite.prepare", str(csv), str(prepared), "--mels"]
-    done = subprocess.run(
-        [*command, "--vocab", str(demo / "vocab.txt"), "--fixed-vocab"], capture_output=True, text=True
-    )
-    if done.returncode != 0:
+    prepared, vocab = out / "f5lite_mels", ["--vocab", str(demo / "vocab.txt"), "--fixed-vocab"]
+    command = [sys.executable, "-m", "f5lite.prepare", str(csv), str(prepared), "--mels", *vocab]
+    if (done := subprocess.run(command, capture_output=True, text=True)).returncode != 0:
         raise SystemExit(f"compare_f5tts_run.py: f5lite-prepare --mels failed: {done.stderr.strip()[-500:]}")
     return prepared
 
@@ -91,15 +85,6 @@ def run_f5lite_child(spec: dict[str, Any], events: f5tts.Events) -> int:
     return cli.main(f5lite_overrides(spec))
 
 
-def child_main(side: str, spec_path: Path, events_path: Path) -> int:
-    """Entry point of one run's process (an F5-TTS one imports no f5lite module: they would count in its memory)."""
-    events = f5tts.Events()
-    spec = json.loads(spec_path.read_text(encoding="utf-8"))
-    rc = (f5tts.train if side == "f5tts" else run_f5lite_child)(spec, events)
-    events.write(events_path, rc=rc)
-    return rc
-
-
 class TreeMemory:
     """Polled while a run's process lives: the VmHWM of every process of its tree, and the largest sum of VmRSS."""
 
@@ -130,9 +115,8 @@ def summarize(run: dict[str, Any], events: dict[str, Any], skip: int) -> dict[st
     saves = [s["end"] - s["start"] for s in events["saves"] if s["kind"] == "save"]
     first = min(skip, len(updates) - 2)  # the steady part starts after `skip` updates (start-up, lazy init)
     lo, hi = updates[first], updates[-1]
-    steady = (
-        hi - lo - sum(s["end"] - s["start"] for s in events["saves"] if s["kind"] == "save" and lo <= s["start"] < hi)
-    )
+    inside = [s["end"] - s["start"] for s in events["saves"] if s["kind"] == "save" and lo <= s["start"] < hi]
+    steady = hi - lo - sum(inside)
     workers = sum(v for p, v in run["peaks"].items() if p != run["pid"])
     main_hwm = max(events["vmhwm_kb"], run["peaks"].get(run["pid"], 0))
     return {
@@ -203,20 +187,12 @@ def markdown(result: dict[str, Any]) -> str:
         lines += ["", f"Ratio F5-TTS / f5lite: wall clock **{r['wall_clock']:.2f}x** (goal: 1.3x); steady updates/s "
                   f"f5lite / F5-TTS {r['steady_updates_per_s']:.2f}x, frames/s {r['steady_frames_per_s']:.2f}x; "
                   f"checkpoint time {r['ckpt_total_s']:.2f}x; peak RSS {r['peak_rss']:.2f}x (above 1: f5lite better)."]  # fmt: skip
-    reads = (
-        "reads the same clips' mels from its cache. "
-        if s.get("f5lite_mels")
-        else "reads the same Ogg files through soundfile. "
-    )
+    reads = "the same clips' mels from its cache" if s.get("f5lite_mels") else "the same Ogg files through soundfile"
     lines += ["", "F5-TTS reads audio through `torchaudio.load`, replaced in its process by a soundfile reader "
-              f"(torchcodec is not installed); f5lite {reads}F5-TTS writes `model_last.pt` (`last_per_updates`, no "
+              f"(torchcodec is not installed); f5lite reads {reads}. F5-TTS writes `model_last.pt` (`last_per_updates`, no "
               "numbered copies) and once more after its last epoch; f5lite writes its checkpoint and, at the end, its "
               f"export. Command: `{result['command']}`.", ""]  # fmt: skip
     return "\n".join(lines)
-
-
-class WrongLengthError(RuntimeError):
-    """A run did not make the number of updates both sides were planned to make."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -264,8 +240,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the comparison; print the result as JSON and, with `--out-dir`, write NAME.json and NAME.md."""
     args = parse_args(argv)
-    if args.child:
-        return child_main(args.child[0], Path(args.child[1]), Path(args.child[2]))
+    if args.child:  # one run's process (an F5-TTS one imports no f5lite module: they would count in its memory)
+        events, spec = f5tts.Events(), json.loads(Path(args.child[1]).read_text(encoding="utf-8"))
+        rc = (f5tts.train if args.child[0] == "f5tts" else run_f5lite_child)(spec, events)
+        events.write(Path(args.child[2]), rc=rc)
+        return rc
     from f5lite.paths import demo_dir
 
     demo = Path(demo_dir())
@@ -297,8 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command_line = " ".join(["python", "scripts/compare_f5tts_run.py", *(argv if argv is not None else sys.argv[1:])])
 
     def log(run: runner.Run) -> Path:
-        path = work / f"log_{run.config}_{run.round}.txt"
-        path.write_text(run.stdout + run.stderr, encoding="utf-8")
+        (path := work / f"log_{run.config}_{run.round}.txt").write_text(run.stdout + run.stderr, encoding="utf-8")
         return path
 
     def result() -> dict[str, Any]:
@@ -316,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return document
 
     def write(document: dict[str, Any]) -> None:
-        if args.out_dir is not None:
+        if args.out_dir is not None:  # now, not at the end: a comparison cut short keeps the runs it finished
             results.write_results(args.out_dir / f"{args.name}.json", document, markdown(document), indent=2)
 
     def done(run: runner.Run) -> None:
@@ -324,34 +302,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         measured = {"launch": run.started, "wall_s": run.wall_s, "pid": run.pid, **run.watched}
         summary = summarize(measured, run.result or {}, args.skip)
         if summary["updates"] != updates:
-            raise WrongLengthError(f"{run.config} ran {summary['updates']} updates, not {updates}; see {path}")
+            raise SystemExit(f"{run.config} ran {summary['updates']} updates, not {updates}; see {path}")
         runs[run.config].append(summary)
-        print(
-            f"round {run.round + 1} {run.config}: " + json.dumps({k: round(v, 3) for k, v in summary.items()}),
-            flush=True,
-        )
-        write(result())  # now, not at the end: a comparison cut short keeps the runs it finished
+        print(f"round {run.round + 1} {run.config}: {json.dumps({k: round(v, 3) for k, v in summary.items()})}")
+        write(result())
         if run.round < args.rounds - 1:  # the last one stays for --keep
             shutil.rmtree(work / f"run_{run.config}", ignore_errors=True)
 
     try:
         # Sides alternate which goes first, so a drift in the machine's speed hits both alike.
-        runner.run_interleaved(configs, args.rounds, alternate=True, work_dir=work, watch=TreeMemory, poll_s=POLL_S,
+        runner.run_interleaved(configs, args.rounds, alternate=True, work_dir=work, watch=TreeMemory, poll_s=0.2,
                                on_run=done)  # fmt: skip
     except runner.ChildFailedError as err:
         sys.stderr.write(f"end of {log(err.run)}:\n{(err.run.stdout + err.run.stderr)[-3000:]}\n{err}\n")
         return 1
-    except WrongLengthError as err:
-        sys.stderr.write(f"{err}\n")
-        return 1
     finally:
         if not args.keep and args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
-    final = result()
-    print(json.dumps(final["medians"]))
-    if "ratios" in final:
-        print(json.dumps(final["ratios"]))
-    write(final)
+    write(final := result())
+    print(json.dumps(final["medians"]) + (f"\n{json.dumps(final['ratios'])}" if "ratios" in final else ""))
     return 0
 
 

@@ -1994,7 +1994,7 @@ MUTANTS = (
     Mutant(
         "CLONE8",
         "a lengthened prompt joins prompts of another voice (the reference-length lever measures something else)",
-        "scripts/clone_prompt_length.py",
+        "scripts/eval_paths.py",
         "        own = prompts[str(row.voice)]\n",
         "        own = [p for voice in prompts.values() for p in voice]\n",
         (CLONE_CORPUS_TESTS,),

@@ -275,7 +275,7 @@ class Grpo(nn.Module):
         cond, ids, durations, ref_lens = self.synthesizer.inputs(pieces)
         frame = sampler_frames(self.transformer, cond, ids, durations, ref_lens)
         # One start per group (as DanceGRPO): the start is no step of the policy, so takes that differ in it would
-        # differ in reward by luck no step can be credited with (`scripts/grpo_spread.py` measures how much).
+        # differ in reward by luck no step can be credited with (`scripts/bench_speaks.py --spread` measures how much).
         # With `likelihood=flow` the takes are the ODE's, so each needs a start of its own to differ at all.
         flow = s.likelihood == "flow"
         starts = frame.durations if flow else frame.durations[:: s.group]

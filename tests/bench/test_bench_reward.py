@@ -1,4 +1,4 @@
-"""scripts/bench_reward.py: what its arms run, and how it reads their scores (seeds, pairs, reward hacking)."""
+"""scripts/bench_speaks.py --start (bench_reward): what its arms run, and how it reads their scores (seeds, pairs, reward hacking)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from support.scripts import load_script
 
 from benchmarks import arms as bench_arms
 
-bench = load_script("bench_reward")
+bench = load_script("bench_speaks")
 
 
 def write_eval(work: Path, name: str, seed: int, rows: dict[str, tuple[float, float, float]]) -> None:
@@ -70,13 +70,13 @@ def test_with_a_predictor_the_arms_train_it_from_there_and_each_is_scored_with_t
     assert all(key in grpo and key in plain for key in shared)
     assert f"init.weights={start}" in grpo and f"grpo.prompts={tmp_path / 'rl' / 'prompts.txt'}" in grpo
     assert not any(key.startswith(("grpo.", "init.", "optim.lr")) for key in plain)
-    for name in bench.ARMS:
+    for name in bench.REWARD_ARMS:
         (tmp_path / "work" / "exports" / name).mkdir(parents=True)  # exported before: not exported again
-    arms = [bench.Arm(name=n, run_dir=str(tmp_path / n), recipe="", corpus="", overrides=[]) for n in bench.ARMS]
+    arms = [bench.Arm(name=n, run_dir=str(tmp_path / n), recipe="", corpus="", overrides=[]) for n in bench.REWARD_ARMS]
     models = bench.model_keys(arms, start, predictor, tmp_path / "work")
     assert models == {
         "start": [f"model={start}", f"duration={predictor}"],
-        **{n: [f"model={start}", f"duration={tmp_path / 'work' / 'exports' / n}"] for n in bench.ARMS},
+        **{n: [f"model={start}", f"duration={tmp_path / 'work' / 'exports' / n}"] for n in bench.REWARD_ARMS},
     }
 
 
@@ -95,5 +95,7 @@ def test_a_folder_scored_before_is_scored_again_not_read_stale(tmp_path: Path, m
         (Path(keys["output"]) / "summary.json").write_text(json.dumps({"means": means}))
 
     monkeypatch.setattr(bench_arms, "run_tool", f5lite_eval)  # where `evaluate` looks it up
-    scores = bench.score({"start": [f"model={tmp_path / 'export'}"]}, tmp_path, tmp_path, [0], limit=100, jobs=1)
+    args = bench.parse_args(["--start", str(tmp_path / "export"), "--corpus", str(tmp_path), "--work", str(tmp_path)])
+    args.seeds, args.limit, args.jobs = [0], 100, 1
+    scores = bench.score_seeds({"start": [f"model={tmp_path / 'export'}"]}, args)
     assert len(calls) == 1 and scores["start"][0]["wer"] == pytest.approx(0.1)

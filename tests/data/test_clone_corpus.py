@@ -179,7 +179,7 @@ def test_longer_prompts_join_distinct_prompts_of_the_row_voice_and_keep_the_rest
                     f"text {prompts[v][k % len(prompts[v])]}", f"say {v}{k}", tmp_path / "a0.flac", voice=v)
             for v in ("a", "b") for k in range(4)]  # fmt: skip
     write_testset(tmp_path / "testset.txt", rows)
-    load_script("clone_prompt_length").main(["--testset", str(tmp_path / "testset.txt"), "--clips", "2"])
+    load_script("eval_paths").main(["--testset", str(tmp_path / "testset.txt"), "--prompt-clips", "2"])
     longer = read_testset(tmp_path / "testset_prompt2.txt")
     assert [r.id for r in longer] == ["a0", "a1", "a2", "a3"]  # voice b has one prompt: dropped
     for row, before in zip(longer, rows, strict=False):
@@ -189,8 +189,8 @@ def test_longer_prompts_join_distinct_prompts_of_the_row_voice_and_keep_the_rest
         seconds = len(load_audio(row.ref_audio)) / SAMPLE_RATE
         assert seconds == pytest.approx(lengths[first] + lengths[second], abs=1e-3)
     with pytest.raises(SystemExit):
-        load_script("clone_prompt_length").main(["--testset", str(tmp_path / "testset.txt"), "--clips", "1"])
+        load_script("eval_paths").main(["--testset", str(tmp_path / "testset.txt"), "--prompt-clips", "1"])
     (tmp_path / "a1.flac").write_bytes(b"not audio")  # a corrupt prompt clip: one line naming it, no traceback
     with pytest.raises(SystemExit):
-        load_script("clone_prompt_length").main(["--testset", str(tmp_path / "testset.txt"), "--clips", "2"])
+        load_script("eval_paths").main(["--testset", str(tmp_path / "testset.txt"), "--prompt-clips", "2"])
     assert "a1.flac" in capsys.readouterr().err.strip().splitlines()[-1]

@@ -355,22 +355,22 @@ def test_a_rollout_without_noise_is_what_the_sampler_gives_users_bit_for_bit(
 
 @pytest.mark.heavy
 def test_grpo_spread_scores_takes_from_one_start_apart_from_takes_from_many(policy: Path, tmp_path: Path) -> None:
-    # scripts/grpo_spread.py: with (almost) no noise in the window, GRPO's takes of a prompt are one take (they share
-    # their start), while the inference path's takes, one start each, part.
-    spread = load_script("grpo_spread")
-    out = tmp_path / "spread.json"
-    code = spread.main([
-        "--start", str(policy), "--corpus", str(demo_dir()), "--prompts", "2", "--threads", "1", "--out", str(out),
-        "--set", f"grpo.prompts={demo_dir() / 'val' / 'testset.txt'}", "eval.asr=pocketsphinx", "grpo.group=3",
-        "grpo.sample.steps=3", "grpo.train_steps=1", "grpo.noise_level=0.001",
+    # scripts/bench_speaks.py --start --spread: with (almost) no noise in the window, GRPO's takes of a prompt are one take
+    # (they share their start), while the inference path's takes, one start each, part.
+    bench = load_script("bench_speaks")
+    code = bench.main([
+        "--start", str(policy), "--corpus", str(demo_dir()), "--spread", "2", "--threads", "1", "--out-dir",
+        str(tmp_path), "--set", f"grpo.prompts={demo_dir() / 'val' / 'testset.txt'}", "eval.asr=pocketsphinx",
+        "grpo.group=3", "grpo.sample.steps=3", "grpo.train_steps=1", "grpo.noise_level=0.001",
     ])  # fmt: skip
     assert code == 0
-    result = json.loads(out.read_text())
-    assert result["group"] == 3 and len(result["prompts"]) == 2
+    result = json.loads((tmp_path / "grpo_spread_cpu.json").read_text())
+    assert result["group"] == 3 and len(result["prompts"]) == 2 and result["header"]["date"]
     for kind in ("independent", "window"):
         assert 0 <= result[kind]["best_of_group_wer"] <= result[kind]["wer"] <= 1
     assert result["window"]["reward_spread"] < 1e-3 < result["independent"]["reward_spread"]
-    assert spread.main(["--start", str(tmp_path / "no_such_model")]) == 2  # a wrong path: one line, no traceback
+    with pytest.raises(SystemExit, match="not an f5lite export"):  # a wrong path: one line, no traceback
+        bench.main(["--start", str(tmp_path / "no_such_model"), "--spread", "2"])
 
 
 @pytest.mark.parametrize(
