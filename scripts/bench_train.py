@@ -131,8 +131,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 class Clock:
-    """Times the parts of a step, a GPU synchronized at their edges; the optimizer and EMA parts are profiler ranges
-    (`benchmarks.step_profile`)."""
+    """Times a step's parts, a GPU synchronized at their edges; the optimizer and the EMA are profiler ranges too."""
 
     def __init__(self, device: torch.device, read: Callable[[], float]) -> None:
         self.device, self.read, self.last, self.times = device, read, 0.0, {}
@@ -204,8 +203,7 @@ def f5lite_step(args: argparse.Namespace, batch: tuple[torch.Tensor, ...], clock
 
 
 def f5tts_step(args: argparse.Namespace, batch: tuple[torch.Tensor, ...], clock: Clock) -> tuple[Any, ...]:
-    """F5-TTS's `Trainer.train` inner step on a fixed batch, as `f5lite_step` returns it (the backbone: its DiT's f5lite
-    twin on the meta device, for the FLOPs; nothing to checkpoint)."""
+    """F5-TTS's `Trainer.train` inner step on a fixed batch, as `f5lite_step` (its backbone's f5lite twin, no save)."""
     from accelerate import Accelerator
     from ema_pytorch import EMA
     from f5_tts.model.backbones.dit import DiT
@@ -253,8 +251,7 @@ def f5tts_step(args: argparse.Namespace, batch: tuple[torch.Tensor, ...], clock:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """One configuration in this process: warm up, time `--steps` steps, count the bytes saved for backward in one
-    more, time checkpoint saves and profile a step when asked; the record."""
+    """One configuration in this process: warm up, time the steps, count the bytes saved for backward; its record."""
     torch.set_num_threads(args.threads or torch.get_num_threads())
     device, (side, _, levers) = torch.device(args.device), parse_label(args.config)
     clock = Clock(device, time.process_time if args.clock == "cpu" else time.perf_counter)
@@ -372,8 +369,9 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [f"# Training step ({s['gpu'] or s['device']})", "", f"Machine: {results.describe(doc['machine'])}."]
     lines += ["", intro, "", *results.table([*head, "ratio", "runs (s)"], rows, " rrrrrrr")]
     if doc["ratios"]:
-        rows = [[r["f5lite"], r["f5tts"], f"{r['speed']:.2f}x", f"{r['memory']:.2f}x"] for r in doc["ratios"].values()]
-        lines += ["", *results.table(["f5lite", "F5-TTS", "speed (f5lite/F5-TTS)", "memory"], rows, "  rr")]
+        rows = [[k, r["f5tts"], f"{r['speed']:.2f}x", f"{r['memory']:.2f}x"] for k, r in doc["ratios"].items()]
+        head = ["f5lite (best: each side's fastest)", "F5-TTS", "speed (f5lite/F5-TTS)", "memory"]
+        lines += ["", *results.table(head, rows, "  rr")]
     stalls = {r["ckpt"]: r["ckpt_stall_s"] for r in doc["configs"].values() if "ckpt" in r}
     if {"sync", "async"} <= stalls.keys():
         sync, share = stalls["sync"], f"{stalls['async'] / stalls['sync']:.0%} of a synchronous save"
