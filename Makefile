@@ -157,8 +157,8 @@ demo: $(STAMP) ## Train the demo recipe and a duration predictor on the shipped 
 BENCH_OUT ?= scripts/results
 BENCH_ROUNDS ?= 1
 bench: $(STAMP) ## CPU-sized benchmarks, < 10 min on 2 cores: training ablation and sampling speed of the mid DiT
-	$(BIN)/python scripts/bench_train.py --ablate --preset mid --threads 2 --steps 3 --warmup 1 --rounds $(BENCH_ROUNDS) \
-		--out-dir $(BENCH_OUT)
+	$(BIN)/python scripts/bench_train.py --configs ablation --preset mid --threads 2 --steps 3 --warmup 1 \
+		--rounds $(BENCH_ROUNDS) --out-dir $(BENCH_OUT)
 	$(BIN)/python scripts/compare_f5tts_sampling.py --rtf --threads 2 --batches 1 --seconds 5 --rounds $(BENCH_ROUNDS) \
 		--out-dir $(BENCH_OUT)
 
@@ -196,7 +196,7 @@ bench-gpu: $(STAMP) $(F5TTS_DIR)/.installed ## On a CUDA GPU, < 9 min: training 
 # fails or runs out of time does not stop the next (make says "ignored"); the results files say what was measured.
 bench-gpu-commands:
 	-PYTHONPATH=$(BENCH_PYTHONPATH) $(BENCH_GPU_ENV) timeout -s INT -k 20 $(BENCH_GPU_STEP_S) \
-		$(BENCH_PY) scripts/compare_f5tts_train.py --device $(BENCH_GPU_DEVICE) --preset $(BENCH_GPU_PRESET) \
+		$(BENCH_PY) scripts/bench_train.py --device $(BENCH_GPU_DEVICE) --preset $(BENCH_GPU_PRESET) \
 		--lengths-from $(BENCH_GPU_BATCH) --frames $(BENCH_GPU_FRAMES) --configs "$(BENCH_GPU_CONFIGS)" \
 		--steps $(BENCH_GPU_STEPS) --warmup $(BENCH_GPU_WARMUP) --rounds 1 --profile $(BENCH_GPU_PROFILE) --out-dir $(BENCH_OUT)
 	-PYTHONPATH=$(BENCH_PYTHONPATH) $(BENCH_GPU_ENV) timeout -s INT -k 20 $(BENCH_GPU_RUN_S) \

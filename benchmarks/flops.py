@@ -1,4 +1,4 @@
-"""Analytic FLOPs of a training step of a DiT / UNetT / MMDiT, for model FLOPs utilization (MFU).
+"""Analytic FLOPs of a training step of a DiT / UNetT / MMDiT, and the peak FLOP/s, for model FLOPs utilization (MFU).
 
 The PaLM / torchtitan rule with the corrections DiTs need (techniques.md section 2.2): per sample,
 `6 * N_frame * T + 12 * L * inner * S ** 2` (+ MMDiT's text stream). `N_frame` counts only the linear and convolution
@@ -9,8 +9,11 @@ counts each sample's valid frames and no activation-checkpointing recompute (tor
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Sequence
 
+import torch
 from torch import nn
 
 from f5lite.models.build import backbone_blocks
@@ -43,12 +46,9 @@ def per_frame_params(backbone: nn.Module) -> tuple[int, int]:
 
 
 def training_flops(backbone: nn.Module, frames: Sequence[int], text_tokens: Sequence[int] | None = None) -> float:
-    """Model FLOPs of one training step (forward + backward) over a batch.
+    """Model FLOPs of one training step (forward + backward) of a DiT, MMDiT or UNetT over a batch.
 
-    Args:
-        backbone: The model (DiT, MMDiT, UNetT).
-        frames: Valid mel frames of each sample (padded lengths give hardware FLOPs).
-        text_tokens: Text length of each sample, for MMDiT's text stream (ignored by the other backbones).
+    `frames`: each sample's valid mel frames (padded ones give hardware FLOPs); `text_tokens`: for MMDiT's text stream.
     """
     audio, text = per_frame_params(backbone)
     blocks = backbone_blocks(backbone)
@@ -65,14 +65,27 @@ def training_flops(backbone: nn.Module, frames: Sequence[int], text_tokens: Sequ
 
 
 def table_peak_flops(device_name: str) -> float | None:
-    """The dense bf16 peak of a GPU named like `torch.cuda.get_device_name()`, or None when not in `PEAK_FLOPS`.
-
-    Matched on a substring with spaces and case ignored (e.g. "NVIDIA H100 80GB HBM3").
-    """
+    """The dense bf16 peak of a GPU named like `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3"), or None."""
     squeezed = device_name.replace(" ", "").lower()
     return next((peak for key, peak in PEAK_FLOPS.items() if key.replace(" ", "").lower() in squeezed), None)
 
 
-def model_flops_utilization(flops_per_step: float, step_seconds: float, peak_flops: float) -> float:
-    """MFU: achieved model FLOP/s over the hardware peak (0..1)."""
-    return flops_per_step / step_seconds / peak_flops
+def peak_flops(device: torch.device, dtype: torch.dtype) -> tuple[float | None, str]:
+    """The peak FLOP/s of MFU, and its source: a GPU's from `PEAK_FLOPS` (or None), a CPU's measured `dtype` GEMM."""
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        peak = table_peak_flops(name)
+        return peak, f"{name} ({'table, dense bf16' if peak else 'no peak in the table'})"
+    n, a = 256, torch.randn(256, 256, dtype=dtype)
+
+    def gemm() -> float:
+        start = time.perf_counter()
+        a @ a
+        return time.perf_counter() - start
+
+    # It grows unless one already takes 50 ms: a CPU without fast kernels for the dtype (bf16 on an AMD Zen 3 under
+    # torch 2.14: 0.3 GFLOP/s) would otherwise spend minutes measuring a figure it reaches early.
+    while n < 2048 and gemm() < 0.05:
+        n *= 2
+        a = torch.randn(n, n, dtype=dtype)
+    return 2 * n**3 / statistics.median(gemm() for _ in range(5)), f"measured {dtype} GEMM {n}^2"

@@ -1,11 +1,8 @@
 """The models and batches the benchmarks share: DiT sizes, the same random weights, the same synthetic batches.
 
-Importing it imports no f5lite module (an F5-TTS process uses it too).
-
-`speech_batch` draws mel lengths like the utterances of read and found speech (log-normal, median 6 s, clipped to
-1-20 s; 24 kHz, hop 256; a fixed seed) while the padded size (utterances x longest) stays within a frame budget:
-`bucket` is a run of neighbours in a sorted window of 256 draws, as length-bucketing samplers give (little padding);
-`shuffled` is the order of a plain shuffled loader (much padding).
+Importing it imports no f5lite module (an F5-TTS process uses it too). `speech_batch` draws mel lengths like read and
+found speech (log-normal, median 6 s, clipped to 1-20 s; a fixed seed) within a padded frame budget: `bucket`, a run of
+neighbours in a sorted window of 256 draws (length bucketing: little padding), or `shuffled` (much padding).
 """
 
 from __future__ import annotations
@@ -36,11 +33,9 @@ FRAMES_PER_TEXT_TOKEN = 6
 """Mel frames per text token of a synthetic batch (1200 frames for 200 tokens)."""
 
 
-def synthetic_batch(
-    mel_lengths: list[int], text_lengths: list[int], device: torch.device, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def synthetic_batch(mel_lengths: list[int], text_lengths: list[int], device: torch.device) -> tuple[torch.Tensor, ...]:
     """`(mel [b, n, 100] zero-padded, text ids [b, nt] padded with -1, lens [b])` on `device`, reproducible."""
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(0)
     mel = torch.zeros(len(mel_lengths), max(mel_lengths), 100)
     text = torch.full((len(text_lengths), max(text_lengths)), -1, dtype=torch.long)
     for i, (frames, tokens) in enumerate(zip(mel_lengths, text_lengths, strict=True)):
@@ -72,10 +67,8 @@ def speech_batch(shape: str, frames: int, seed: int = 0) -> tuple[list[int], lis
     Raises:
         ValueError: An unknown shape or a budget under one frame.
     """
-    if shape not in SHAPES:
-        raise ValueError(f"unknown batch shape {shape!r}; choose from {', '.join(SHAPES)}")
-    if frames < 1:
-        raise ValueError(f"the frame budget must be at least 1, got {frames}")
+    if shape not in SHAPES or frames < 1:
+        raise ValueError(f"unknown batch shape {shape!r} (choose from {', '.join(SHAPES)}) or budget {frames} < 1")
     rng = random.Random(seed)
 
     def draw() -> int:

@@ -1,29 +1,22 @@
 """Where one training step's time goes: torch.profiler rows sorted into a few categories, as a pure function.
 
-`categorize` takes rows `(name, duration, start, end)` (microseconds, one clock) and returns each category's time;
-`profiler_rows` makes them from a finished `torch.profiler.profile`. The categories (`compare_f5tts_train.py
---profile` reports them): matmul (GEMM kernels, inductor's mm templates, `aten::mm`...), attention (flash, memory-
-efficient, cuDNN, flex), convolution (cuDNN's implicit GEMM included), elementwise (norms, modulation, reductions, the
-loss, inductor's fused kernels), optimizer (all inside `OPTIMIZER_RANGE`, and fused Adam kernels), ema (all inside
-`EMA_RANGE`), copies (memcpy, memset, fills, casts), other, and idle: the step's window (`STEP_RANGE`) minus the union
-of the other rows' intervals. On a GPU the rows are the device's kernels, so idle is the time it runs nothing; on a
-CPU they are the operators' self times, so idle is the time inside no operator (Python, dispatch). The ranges count
-nothing themselves: they attribute the rows whose midpoint falls inside them (ema first, then optimizer, then names).
+`categorize` takes rows `(name, duration, start, end)` (microseconds, one clock) and returns each category's time
+(`CATEGORIES`, by name: `RULES`); the `OPTIMIZER_RANGE` and `EMA_RANGE` ranges count nothing themselves but attribute
+the rows whose midpoint falls inside them, and idle is the step's window (`STEP_RANGE`) minus the union of the rows'
+intervals. On a GPU the rows are the device's kernels (idle: it runs nothing); on a CPU the operators' self times
+(idle: inside no operator, Python and dispatch). `profiler_rows` makes the rows from a finished profile, `profile`
+profiles one step and `markdown` reports it (`scripts/bench_train.py --profile`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-STEP_RANGE = "bench: step"
-"""`record_function` name around the whole profiled step: its interval is the step's window."""
-OPTIMIZER_RANGE = "bench: optimizer"
-"""`record_function` name around gradient clipping, the optimizer step, the LR update and zero_grad."""
-EMA_RANGE = "bench: ema"
-"""`record_function` name around the EMA update."""
+STEP_RANGE = "bench: step"  # `record_function` names: around the whole profiled step (its window),
+OPTIMIZER_RANGE = "bench: optimizer"  # around clipping, the optimizer step, the LR update and zero_grad,
+EMA_RANGE = "bench: ema"  # and around the EMA update
 RANGES = (STEP_RANGE, OPTIMIZER_RANGE, EMA_RANGE)
-
 CATEGORIES = ("matmul", "attention", "convolution", "elementwise", "optimizer", "ema", "copies", "other", "idle")
 """Every category `categorize` returns, in the order the reports list them."""
 
@@ -122,3 +115,60 @@ def profiler_rows(prof: Any, device_type: str) -> list[Row]:
         elif device_type != "cuda" and event.device_type == DeviceType.CPU:
             rows.append(Row(event.name, float(event.self_cpu_time_total), start, end))
     return rows
+
+
+COMPILED_GRAPHS = "inductor-generated code (compiled graphs)"  # all of them as one top operator (each has a hash)
+PROFILED = (
+    "torch.profiler, one step after the timed ones (`benchmarks.step_profile`): a GPU's kernels (idle: none runs) or a "
+    "CPU's operators' self times (idle: inside none, Python and dispatch), as shares of the step."
+)
+
+
+def profile(step: Callable[[], object], device: Any, top: int) -> dict[str, Any]:
+    """Where the time of `step()` (a training step marking its ranges) goes on `device`.
+
+    Returns:
+        `{"basis", "step_ms", "categories": shares(...), "ranges": {"optimizer", "ema"} (how many were marked), "ops":
+        [{"op", "ms", "share", "calls"}]}`: the `top` operators by self time (device time on a GPU).
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, record_function
+
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(device)  # the window starts with an idle device: nothing of the last step runs on
+    activities = [ProfilerActivity.CPU, *[ProfilerActivity.CUDA] * cuda]
+    with torch.profiler.profile(activities=activities) as prof, record_function(STEP_RANGE):
+        step()  # reading the loss waits for the device: the window ends after its last kernel
+    rows = profiler_rows(prof, device.type)
+    times, names = categorize(rows), [r.name for r in rows]
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
+    ops: dict[str, list[float]] = {}  # name -> [microseconds, calls]
+    for row in prof.key_averages():
+        if row.key not in RANGES:
+            name = COMPILED_GRAPHS if row.key.startswith("## Call CompiledFxGraph") else row.key
+            us, calls = ops.get(name, [0.0, 0])
+            ops[name] = [us + getattr(row, attr), calls + row.count]
+    window = times["window"] or 1.0
+    ranked = sorted(((name, us, calls) for name, (us, calls) in ops.items() if us > 0), key=lambda r: -r[1])[:top]
+    return {
+        "basis": "GPU kernels" if cuda else "CPU operators (self time)",
+        "step_ms": round(window / 1e3, 3),
+        "categories": shares(times),
+        "ranges": {"optimizer": names.count(OPTIMIZER_RANGE), "ema": names.count(EMA_RANGE)},
+        "ops": [{"op": n, "ms": round(us / 1e3, 2), "share": round(us / window, 4), "calls": c} for n, us, c in ranked],
+    }
+
+
+def markdown(profiles: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Markdown lines: each profiled configuration's step in categories, then its top operators."""
+    from benchmarks.results import table
+
+    lines = [] if not profiles else ["", "## Where one step's time goes", "", PROFILED]
+    for label, prof in profiles.items():
+        lines += ["", f"### {label}", "", f"Profiled step: {prof['step_ms']:.1f} ms ({prof['basis']}).", ""]
+        cells = [[k, f"{c['ms']:.2f}", f"{c['share']:.1%}"] for k, c in prof["categories"].items()]
+        lines += table(["where", "ms", "share"], cells, " rr")
+        rows = [[f"`{op['op'][:70]}`", f"{op['ms']:.2f}", f"{op['share']:.1%}", op["calls"]] for op in prof["ops"]]
+        lines += ["", *table(["top operator", "ms", "share", "calls"], rows, " rrr")] if rows else []
+    return lines

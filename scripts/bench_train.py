@@ -1,18 +1,16 @@
-"""Training-step benchmark on a fixed synthetic batch: step time, real frames/s, peak memory, phase split, MFU.
+"""Training-step benchmark: f5lite's configurations and F5-TTS's own code on one synthetic batch, a process each.
 
-    python scripts/bench_train.py --preset mid --mel-lengths 300,340,370,400 --text-lengths 72,80,85,90 \
-        perf.precision=no perf.ac.mode=full
-    python scripts/bench_train.py --ablate --threads 2     # the ablation, CPU-sized (what `make bench` runs)
-    python scripts/bench_train.py --ablate --device cuda --preset base --mel-lengths ...   # dit_base on a GPU
+    python scripts/bench_train.py --preset mid perf.precision=bf16 perf.compile=true   # one JSON line, this process
+    python scripts/bench_train.py --configs ablation --threads 2    # f5lite's optimizations (what `make bench` runs)
+    PYTHONPATH=.f5tts python scripts/bench_train.py --configs f5tts --threads 2 --rounds 3    # against F5-TTS
+    make bench-gpu            # a CUDA machine: dit_base, bf16, 38,400 frames; compiled F5-TTS vs compile, pack, fp8, AC
 
-The model and every optimization come from a recipe plus `key=value` overrides, through the trainer's own set-up
-(`build_model`, `make_optimizer`, `CFM`). One JSON line is printed. Peak memory is CUDA's max allocated, or the
-process's peak RSS on a CPU (one configuration per process). MFU divides the analytic model FLOPs (`benchmarks.flops`)
-by the GPU's dense bf16 peak, or on a CPU by a measured GEMM rate.
-
-`--ablate` runs the training optimizations (`CONFIGS`), each alone and stacked, against the plain baseline: every
-configuration in its own process of this script on the same batch, the rounds interleaved; `ablation_<device>.json`
-(one record per configuration, with speed-up and memory ratios), `.md` and `.png` go to `--out-dir`.
+A configuration is a label, `SIDE [fp32|bf16] [+ LEVER]...` (`LEVERS`), e.g. `F5-TTS bf16 + compile`; `--configs`
+takes labels and `SETS`, runs each in its own process (rounds interleaved) and rewrites `ablation_<device>` (with
+F5-TTS `f5tts_train_<device>`) .json and .md after every run. Both sides train the same random weights (recipe
+dit_base) on the same batch as their trainers do. Reported: step time and its split, real frames/s, peak memory, bytes
+saved for backward, MFU, ratios against the first configuration and between the sides, checkpoint stalls, and with
+`--profile N` where one more step's time goes. Method and caveats: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -20,281 +18,421 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import platform
 import resource
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from benchmarks import results, runner
-from benchmarks.flops import model_flops_utilization, table_peak_flops, training_flops
-from benchmarks.models import DITS, F5TTS_VOCAB_SIZE, synthetic_batch
+from benchmarks import f5tts, results, runner, step_profile
+from benchmarks.flops import peak_flops, training_flops
+from benchmarks.models import DITS, F5TTS_VOCAB_SIZE, SHAPES, padding_fraction, shared_weights, speech_batch
+from benchmarks.models import synthetic_batch as synthetic_batch
 from f5lite.config import compose_config
+from f5lite.models import build_backbone
 from f5lite.models.cfm import CFM
 from f5lite.storage.store import CheckpointStore
 from f5lite.storage.tree import flatten
 from f5lite.train.precision import choose_precision
+from f5lite.train.schedule import lr_factor
 from f5lite.train.setup import build_model, make_optimizer
 
 PRESETS = {name: [f"model.{k}={v}" for k, v in dims.items()] for name, dims in DITS.items()} | {"base": []}
-"""Model size over the recipe; `base` is the recipe's own (dit_base: F5-TTS v1 Base)."""
-PLAIN = ["perf.precision=no"]
-CONFIGS: list[tuple[str, list[str]]] = [
-    ("baseline fp32", PLAIN),
-    ("bf16 autocast", ["perf.precision=bf16"]),
-    ("compile (inductor)", [*PLAIN, "perf.compile=true"]),
-    ("AC full every block", [*PLAIN, "perf.ac.mode=full", "perf.ac.every_n=1"]),
-    ("AC full every 2nd", [*PLAIN, "perf.ac.mode=full", "perf.ac.every_n=2"]),
-    ("AC full every 4th", [*PLAIN, "perf.ac.mode=full", "perf.ac.every_n=4"]),
-    ("AC selective", [*PLAIN, "perf.ac.mode=selective"]),
-    ("compile + memory budget 0.5", [*PLAIN, "perf.compile=true", "perf.memory_budget=0.5", "model.dropout=0"]),
-    ("EMA on CPU", [*PLAIN, "ema.device=cpu"]),
-    ("sync checkpoint", [*PLAIN, "--ckpt", "sync"]),
-    ("async checkpoint", [*PLAIN, "--ckpt", "async"]),
-    ("bf16 + compile", ["perf.precision=bf16", "perf.compile=true"]),
-    ("bf16 + compile + AC every 2nd", ["perf.precision=bf16", "perf.compile=true", "perf.ac.mode=full",
-                                       "perf.ac.every_n=2"]),
-]  # fmt: skip
-"""(label, this script's options and overrides); the baseline is fp32, eager, no activation checkpointing."""
+"""f5lite's model size over the recipe (`base`: the recipe's own); F5-TTS's DiT takes `DITS[preset]`."""
+AC, MASK = "perf.ac.mode=full", "model.attn_mask_enabled=true"
+LEVERS: dict[str, tuple[str, ...]] = {
+    "compile": ("perf.compile=true",),  # F5-TTS: its DiT's forward in torch.compile, the one line its users add
+    "AC": (AC, "perf.ac.every_n=1"),  # F5-TTS: its `checkpoint_activations` (every block)
+    "AC every 2nd": (AC, "perf.ac.every_n=2"),
+    "AC every 4th": (AC, "perf.ac.every_n=4"),
+    "AC selective": ("perf.ac.mode=selective",),
+    "memory budget 0.5": ("perf.memory_budget=0.5", "model.dropout=0"),
+    "EMA on CPU": ("ema.device=cpu",),
+    "torch dropout": ("perf.dropout=torch",),
+    "mask": (MASK,),  # the padded twin of `pack`, which computes the padded step with padded keys masked
+    "pack": (MASK, "perf.pack=true"),
+    "fp8": ("perf.fp8=true",),
+    "sync checkpoint": (),
+    "async checkpoint": (),
+}
+"""f5lite's levers as config overrides; F5-TTS's code has `compile` and `AC`."""
+SETS = {
+    "ablation": "f5lite fp32,f5lite bf16,f5lite fp32 + compile,f5lite fp32 + AC,f5lite fp32 + AC every 2nd,"
+    "f5lite fp32 + AC every 4th,f5lite fp32 + AC selective,f5lite fp32 + compile + memory budget 0.5,"
+    "f5lite fp32 + EMA on CPU,f5lite fp32 + sync checkpoint,f5lite fp32 + async checkpoint,f5lite bf16 + compile,"
+    "f5lite bf16 + compile + AC every 2nd",
+    "f5tts": "F5-TTS fp32,F5-TTS bf16,f5lite fp32,f5lite bf16,f5lite bf16 + compile,f5lite fp32 + torch dropout,"
+    "f5lite bf16 + torch dropout",  # activation checkpointing only costs time on a CPU
+}
+"""Named lists of configurations for `--configs`: f5lite's ablation against fp32, and the CPU comparison."""
+LR, WARMUP_UPDATES, TOTAL_UPDATES = 7.5e-5, 20_000, 1_000_000  # F5-TTS's schedule
+NO_DROP = {"audio_drop_prob": 0.0, "cond_drop_prob": 0.0}  # the CFM keywords of both sides for `--no-drop`
+
+
+def parse_label(label: str) -> tuple[str, str | None, list[str]]:
+    """A configuration's side, precision (`no`, `bf16`, or None: the recipe's) and levers.
+
+    Raises:
+        argparse.ArgumentTypeError: Not `SIDE [fp32|bf16] [+ LEVER]...`, or a lever that side has not.
+    """
+    head, *levers = [part.strip() for part in label.split("+")]
+    side, *precision = head.split()
+    sides = {"f5lite": set(LEVERS), "F5-TTS": {"compile", "AC"}}
+    if side not in sides or precision not in ([], ["fp32"], ["bf16"]) or not set(levers) <= sides[side]:
+        why = f"f5lite's levers are {', '.join(LEVERS)}; F5-TTS's compile and AC; sets: {', '.join(SETS)}"
+        raise argparse.ArgumentTypeError(f"{label!r} is no SIDE [fp32|bf16] [+ LEVER]...: {why}")
+    return side, {"fp32": "no", "bf16": "bf16", None: None}[next(iter(precision), None)], levers
+
+
+def labels(text: str) -> list[str]:
+    """An argparse `type`: comma-separated labels and sets, each label checked."""
+    names = [n for w in text.split(",") if w.strip() for n in SETS.get(w.strip(), w.strip()).split(",")]
+    return list(dict.fromkeys(n for n in names if parse_label(n)))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Command-line options (unknown `key=value` words are config overrides)."""
+    """Command-line options; words of the form `key=value` are f5lite config overrides."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--recipe", default="dit_base", help="recipe giving the architecture (default dit_base)")
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="mid", help="model size over the recipe")
-    parser.add_argument("--mel-lengths", type=runner.int_list(1), default=[300, 340, 370, 400])
-    parser.add_argument("--text-lengths", type=runner.int_list(1), default=[72, 80, 85, 90])
-    parser.add_argument("--steps", type=int, default=5, help="timed steps")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--ckpt", choices=["none", "sync", "async"], default="none", help="also time saves")
-    parser.add_argument("--label", default="", help="name of this configuration in the output")
-    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                        help="time the steps by the wall clock, or by this process's CPU time (a CPU shared with "
-                             "other work: fair with one thread)")  # fmt: skip
-    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. perf.compile=true")
-    parser.add_argument("--ablate", action="store_true", help="run every configuration of `CONFIGS` (or --only)")
-    parser.add_argument("--rounds", type=int, default=1, help="--ablate: runs of every configuration, interleaved")
-    parser.add_argument("--only", default="", help="--ablate: comma-separated labels to run (default: all)")
-    parser.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results",
-                        help="--ablate: where the results go")  # fmt: skip
-    parser.add_argument("--note", default="", help="--ablate: free text for the results table (e.g. the load)")
+    add = parser.add_argument
+    add("overrides", nargs="*", help="f5lite config overrides, e.g. perf.compile=true")
+    add("--config", type=lambda t: labels(t)[0], default="f5lite", help="the one configuration run in this process")
+    add("--configs", type=labels, default=[], help="labels and sets, comma-separated: each in its own process")
+    add("--recipe", default="dit_base", help="f5lite's recipe (dit_base: F5-TTS v1 Base, the shared weights)")
+    add("--preset", choices=sorted(PRESETS), default="mid", help="model size")
+    add("--mel-lengths", type=runner.int_list(1), default=[300, 340, 370, 400])
+    add("--text-lengths", type=runner.int_list(1), default=[72, 80, 85, 90])
+    add("--lengths-from", choices=SHAPES, help="draw a speech-like batch: a length-sorted bucket or a shuffled batch")
+    add("--frames", type=int, help="with --lengths-from: the padded frame budget (default: sum of --mel-lengths)")
+    add("--steps", type=int, default=5, help="timed steps per run")
+    add("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
+    add("--rounds", type=int, default=1, help="--configs: runs of each, interleaved (the median kept)")
+    add("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
+    add("--threads", type=int, help="torch CPU threads")
+    add("--clock", choices=("wall", "cpu"), default="wall", help="time by the wall clock or this process's CPU time")
+    add("--profile", type=int, default=0, metavar="N", help="profile one more step; report the top N operators")
+    # F5-TTS draws its condition dropout from Python's unseeded `random`: only without it do the losses compare.
+    add("--no-drop", action="store_true", help="train without condition dropout on both sides")
+    add("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results", help="where results go")
     args = parser.parse_args(argv)
-    wanted = {w.strip() for w in args.only.split(",") if w.strip()}
-    args.chosen = [(label, options) for label, options in CONFIGS if not wanted or label in wanted]
-    if args.rounds < 1 or args.steps < 1 or args.warmup < 0 or not args.chosen:
-        parser.error("--rounds and --steps must be at least 1, --warmup at least 0, and --only must name a "
-                     "configuration")  # fmt: skip
-    if len(args.mel_lengths) != len(args.text_lengths):
-        parser.error("--mel-lengths and --text-lengths need the same number of items")
+    if len(args.mel_lengths) != len(args.text_lengths) or (args.frames is not None and not args.lengths_from):
+        parser.error("--mel-lengths and --text-lengths need as many items; --frames needs --lengths-from")
+    if min(args.rounds, args.steps, args.frames or 1) < 1 or min(args.warmup, args.profile) < 0:
+        parser.error("--rounds, --steps and --frames need at least 1, --warmup and --profile at least 0")
     if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: no CUDA device here")
+        parser.error("--device cuda: torch sees no CUDA device here")
+    if args.lengths_from:  # the children get the drawn lengths spelled out
+        args.mel_lengths, args.text_lengths = speech_batch(args.lengths_from, args.frames or sum(args.mel_lengths))
     return args
 
 
-def measured_peak(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
-    """Peak FLOP/s: the GPU's dense table value, or a measured GEMM rate (up to 2048^2) on a CPU."""
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-        peak = table_peak_flops(name)
-        return (peak, f"{name} (table, dense bf16)") if peak else (float("nan"), f"{name} (no peak in the table)")
-    # The GEMM grows to 2048^2 unless one already takes 50 ms: a CPU without fast kernels for the dtype (bf16 on an
-    # AMD Zen 3 under torch 2.14: 0.3 GFLOP/s) would otherwise spend minutes measuring a figure it reaches early.
-    n = 256
-    while True:
-        a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-        start = time.perf_counter()
-        a @ b
-        if n >= 2048 or time.perf_counter() - start > 0.05:
-            break
-        n *= 2
-    a @ b
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - start)
-    return 2 * n**3 / statistics.median(times), f"measured {dtype} GEMM {n}^2"
+class Clock:
+    """Times a step's parts, a GPU synchronized at their edges; the optimizer and the EMA are profiler ranges too."""
+
+    def __init__(self, device: torch.device, read: Callable[[], float]) -> None:
+        self.device, self.read, self.last, self.times = device, read, 0.0, {}
+
+    def tick(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.last = self.read()
+
+    @contextlib.contextmanager
+    def __call__(self, part: str) -> Iterator[None]:
+        from torch.profiler import record_function
+
+        ranges = {"optimizer": step_profile.OPTIMIZER_RANGE, "ema": step_profile.EMA_RANGE}
+        with record_function(ranges[part]) if part in ranges else contextlib.nullcontext():
+            start = self.last
+            yield
+            self.tick()
+        self.times[part] = self.last - start
 
 
-def run(args: argparse.Namespace) -> dict[str, object]:
-    """Build, warm up, time the steps and return the result record."""
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    overrides = [f"+recipe={args.recipe}", *PRESETS[args.preset], *args.overrides]
-    cfg = compose_config(overrides)
-    setup = build_model(cfg, F5TTS_VOCAB_SIZE, None, device)
-    backbone, ema = setup.backbone, setup.ema
-    optimizer = make_optimizer(cfg, backbone, device)
-    model = CFM(backbone).train()
-    mel, text, lens = synthetic_batch(args.mel_lengths, args.text_lengths, device)
+def f5lite_step(args: argparse.Namespace, batch: tuple[torch.Tensor, ...], clock: Clock) -> tuple[Any, ...]:
+    """f5lite's trainer update on a fixed batch: `step(i) -> loss`, the backbone, what a checkpoint saves (`() ->
+    (tensors, skeletons)`) and the precision it runs."""
+    from accelerate import Accelerator
+
+    device, (_, precision, levers) = batch[0].device, parse_label(args.config)
+    overrides = [f"+recipe={args.recipe}", *PRESETS[args.preset], *[f"perf.precision={precision}"] * bool(precision)]
+    cfg = compose_config([*overrides, *dict.fromkeys(w for lever in levers for w in LEVERS[lever]), *args.overrides])
     precision = choose_precision(cfg.perf.precision, device).precision  # `auto` as the trainer resolves it
     if precision == "fp16":
-        raise SystemExit("bench_train.py: perf.precision=fp16 is not benchmarked (use no or bf16)")
-    bf16 = precision == "bf16"
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        raise ValueError("perf.precision=fp16 is not benchmarked (use no or bf16)")
+    accelerator = Accelerator(cpu=device.type == "cpu", mixed_precision=precision, step_scheduler_with_optimizer=False)
+    setup = build_model(cfg, F5TTS_VOCAB_SIZE, None, device)
+    backbone, ema = setup.backbone, setup.ema
+    if args.recipe == "dit_base":  # F5-TTS's architecture: the weights both sides start from
+        backbone.load_state_dict(shared_weights(DITS[args.preset]))
+        ema.copy_from(backbone)
+    cfm = CFM(backbone, **(NO_DROP if args.no_drop else {}))
+    model, optimizer = accelerator.prepare(cfm, make_optimizer(cfg, backbone, device))
+    applied = torch.zeros((), dtype=torch.long, device=device)
 
-    def tick() -> float:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        return clock()
+    def step(i: int) -> float:
+        nonlocal applied
+        with clock("forward"):
+            loss = model(*batch, generator=torch.Generator(device=device).manual_seed(i))
+        with clock("backward"):
+            accelerator.backward(loss)
+        with clock("optimizer"):
+            grad_norm = accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
+            finite = torch.isfinite(loss) & torch.isfinite(torch.as_tensor(grad_norm))
+            factor = lr_factor(applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
+            for group in optimizer.param_groups:
+                group["lr"] = (cfg.optim.lr * factor).to(device)
+            optimizer.optimizer.found_inf = (~finite).float()
+            optimizer.optimizer.grad_scale = None
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            applied = applied + finite.long()
+        with clock("ema"):
+            ema.update(backbone, finite)
+        return float(loss.detach())
 
-    def step(i: int) -> list[float]:
-        generator = torch.Generator(device=device).manual_seed(i)
-        t0 = tick()
-        with autocast:
-            loss = model(mel, text, lens, generator=generator)
-        t1 = tick()
-        loss.backward()
-        t2 = tick()
-        torch.nn.utils.clip_grad_norm_(backbone.parameters(), cfg.optim.max_grad_norm or float("inf"))
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        ema.update(backbone)
-        t3 = tick()
-        return [t1 - t0, t2 - t1, t3 - t2, t3 - t0]
+    def state() -> tuple[dict[str, Any], dict[str, Any]]:
+        skeleton, tensors = flatten(optimizer.state_dict(), prefix="optimizer")
+        return {"model": backbone.state_dict(), "ema": ema.state_dict(), "optimizer": tensors}, {"o": skeleton}
 
-    for i in range(args.warmup):
-        step(i)
+    return step, backbone, state, precision
+
+
+def f5tts_step(args: argparse.Namespace, batch: tuple[torch.Tensor, ...], clock: Clock) -> tuple[Any, ...]:
+    """F5-TTS's `Trainer.train` inner step on a fixed batch, as `f5lite_step` (its backbone's f5lite twin, no save)."""
+    from accelerate import Accelerator
+    from ema_pytorch import EMA
+    from f5_tts.model.backbones.dit import DiT
+    from f5_tts.model.cfm import CFM as F5CFM
+    from torch.optim import AdamW
+    from torch.optim.lr_scheduler import LinearLR, SequentialLR
+
+    device, dims, (_, precision, levers) = batch[0].device, DITS[args.preset], parse_label(args.config)
+    if args.overrides:
+        raise ValueError(f"config overrides are f5lite's, not for {args.config}: {' '.join(args.overrides)}")
+    accelerator = Accelerator(cpu=device.type == "cpu", mixed_precision=precision or "no")
+    backbone = DiT(**dims, text_num_embeds=F5TTS_VOCAB_SIZE, mel_dim=100, checkpoint_activations="AC" in levers)
+    missing, unexpected = backbone.to(device).load_state_dict(shared_weights(dims), strict=False)
+    if unexpected or {name for name, _ in backbone.named_parameters()} & set(missing):
+        raise SystemExit(f"bench_train.py: weights do not match F5-TTS's DiT: {missing} {unexpected}")
+    if "compile" in levers:
+        backbone.forward = torch.compile(backbone.forward)  # type: ignore[method-assign]
+    model = F5CFM(transformer=backbone, mel_spec_kwargs={"n_mel_channels": 100}, **(NO_DROP if args.no_drop else {}))
+    ema = EMA(model, include_online_model=False)  # F5-TTS's Trainer: default ema_kwargs
+    optimizer = AdamW(model.parameters(), lr=LR, fused=True)
+    warmup = LinearLR(optimizer, start_factor=1e-8, end_factor=1.0, total_iters=WARMUP_UPDATES)
+    decay = LinearLR(optimizer, start_factor=1.0, end_factor=1e-8, total_iters=TOTAL_UPDATES - WARMUP_UPDATES)
+    scheduler = SequentialLR(optimizer, schedulers=[warmup, decay], milestones=[WARMUP_UPDATES])
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+
+    def step(i: int) -> float:
+        torch.manual_seed(i)
+        with accelerator.accumulate(model):  # one process, no accumulation: every step syncs its gradients
+            with clock("forward"):
+                loss, _, _ = model(batch[0], text=batch[1], lens=batch[2])
+            with clock("backward"):
+                accelerator.backward(loss)
+            with clock("optimizer"):
+                accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+        with clock("ema"):
+            ema.update()
+        return float(loss.detach())
+
+    with torch.device("meta"):
+        twin = build_backbone("dit", **dims, text_num_embeds=F5TTS_VOCAB_SIZE)
+    return step, twin, None, precision or "no"
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """One configuration in this process: warm up, time the steps, count the bytes saved for backward; its record."""
+    torch.set_num_threads(args.threads or torch.get_num_threads())
+    device, (side, _, levers) = torch.device(args.device), parse_label(args.config)
+    clock = Clock(device, time.process_time if args.clock == "cpu" else time.perf_counter)
+    batch = synthetic_batch(args.mel_lengths, args.text_lengths, device)
+    step, backbone, state, precision = (f5tts_step if side == "F5-TTS" else f5lite_step)(args, batch, clock)
+    losses, parts, saved, end = [step(i) for i in range(args.warmup)], [], [], args.warmup + args.steps
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    records = [step(args.warmup + i) for i in range(args.steps)]
-    fwd, bwd, opt, total = (statistics.median(r[k] for r in records) for k in range(4))
-    saved: list[int] = []
+    for i in range(args.warmup, end):
+        clock.tick()
+        losses.append(step(i))
+        parts.append(dict(clock.times))
 
-    def pack(t: torch.Tensor) -> torch.Tensor:  # counts what autograd keeps for the backward pass
+    def pack(t: torch.Tensor) -> torch.Tensor:  # counts what autograd keeps for the backward pass, in one more step
         saved.append(t.numel() * t.element_size())
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
-        model(mel, text, lens, generator=torch.Generator(device=device).manual_seed(0))
-    optimizer.zero_grad(set_to_none=True)
-    if device.type == "cuda":
-        peak_mem = torch.cuda.max_memory_allocated(device)
-    else:  # ru_maxrss is in KiB on Linux
-        peak_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        step(end)
     flops = training_flops(backbone, args.mel_lengths, args.text_lengths)
-    peak, peak_source = measured_peak(device, torch.bfloat16 if bf16 else torch.float32)
-    result: dict[str, object] = {
-        "label": args.label or " ".join(args.overrides) or "baseline",
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-        "threads": torch.get_num_threads(), "torch": torch.__version__, "overrides": overrides,
-        "mel_lengths": args.mel_lengths, "text_lengths": args.text_lengths,
-        "params": sum(p.numel() for p in backbone.parameters()), "clock": args.clock, "step_s": total,
-        "forward_s": fwd, "backward_s": bwd, "optimizer_s": opt, "frames_per_s": sum(args.mel_lengths) / total,
-        "peak_memory_bytes": peak_mem, "saved_for_backward_bytes": sum(saved), "model_flops_per_step": flops,
-        "peak_flops": peak, "peak_source": peak_source, "mfu": model_flops_utilization(flops, total, peak),
-    }  # fmt: skip
-    if args.ckpt != "none":
-        result |= checkpoint_stall(backbone, optimizer, ema.state_dict(), async_save=args.ckpt == "async")
-    return result
+    peak, source = peak_flops(device, torch.bfloat16 if precision == "bf16" else torch.float32)
+    step_s = statistics.median(totals := [sum(p.values()) for p in parts])
+    record = {"label": " ".join([args.config, *args.overrides]), "step_s": step_s, "steps_s": totals}
+    record |= {f"{part}_s": statistics.median(p[part] for p in parts) for part in parts[0]}
+    record |= {"frames_per_s": sum(args.mel_lengths) / step_s, "losses": [round(v, 5) for v in losses]}
+    record |= {"params": sum(p.numel() for p in backbone.parameters()), "threads": torch.get_num_threads()}
+    record |= {"precision": precision, "clock": args.clock, "saved_for_backward_bytes": sum(saved)}
+    record["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    record |= {"model_flops_per_step": flops, "peak_flops": peak, "peak_source": source}
+    record["mfu"] = flops / step_s / peak if peak else None
+    if device.type == "cuda":
+        record |= {"peak_gpu_bytes": torch.cuda.max_memory_allocated(device), "gpu": torch.cuda.get_device_name(device)}
+    if ckpt := next((mode for mode in ("sync", "async") if f"{mode} checkpoint" in levers), None):
+        record |= checkpoint_stall(state, ckpt)
+    if args.profile:
+        record["profile"] = step_profile.profile(lambda: step(end + 1), device, args.profile)
+    return record
 
 
-def checkpoint_stall(
-    backbone: torch.nn.Module, optimizer: torch.optim.Optimizer, ema: dict[str, torch.Tensor], async_save: bool
-) -> dict[str, object]:
+def checkpoint_stall(state: Callable[[], tuple[dict, dict]], mode: str) -> dict[str, Any]:
     """How long a save blocks the training loop (median of 3), and how long until it is on disk."""
     stalls, totals = [], []
     with tempfile.TemporaryDirectory() as root:
-        store = CheckpointStore(Path(root), keep_last=1, async_save=async_save)
+        store = CheckpointStore(Path(root), keep_last=1, async_save=mode == "async")
         for i in range(3):
-            skeleton, opt_tensors = flatten(optimizer.state_dict(), prefix="optimizer")
+            tensors, skeletons = state()
             start = time.perf_counter()
-            store.save(i + 1, {"model": backbone.state_dict(), "ema": ema, "optimizer": opt_tensors}, {"o": skeleton})
+            store.save(i + 1, tensors, skeletons)
             stalls.append(time.perf_counter() - start)
             store.wait()
             totals.append(time.perf_counter() - start)
         store.close()
-    return {"ckpt": "async" if async_save else "sync", "ckpt_stall_s": statistics.median(stalls),
-            "ckpt_write_s": statistics.median(totals)}  # fmt: skip
+    return {"ckpt": mode, "ckpt_stall_s": statistics.median(stalls), "ckpt_write_s": statistics.median(totals)}
 
 
-def markdown(records: list[dict], device: str, note: str) -> str:
-    """The table, with the machine it was measured on and the checkpoint stalls."""
-    rows = []
-    for r in records:
-        if "error" in r:
-            rows.append([r["label"], f"failed: {r['error']}", *[""] * 6])
-            continue
-        stall = f" (save stall {r['ckpt_stall_s']:.3f} s)" if "ckpt_stall_s" in r else ""
-        rows.append([f"{r['label']}{stall}", f"{r['step_s']:.3f}", f"{r['frames_per_s']:.0f}",
-                     f"{r.get('speedup', 1.0):.2f}x", f"{r['peak_memory_bytes'] / 1e9:.2f}",
-                     f"{r['saved_for_backward_bytes'] / 1e6:.0f}", f"{r.get('saved_bytes_ratio', 1.0):.2f}",
-                     f"{r['mfu'] * 100:.1f}%"])  # fmt: skip
-    head = ["configuration", "step (s)", "frames/s", "speed-up", "peak memory (GB)", "saved for backward (MB)"]
-    lines = [f"# Training ablation ({device})", "", f"Machine: {results.describe(records[0]['machine'])}. {note}", ""]
-    lines += results.table([*head, "ratio", "MFU"], rows)
-    stalls = {r.get("ckpt"): r["ckpt_stall_s"] for r in records if "ckpt_stall_s" in r}
-    if {"sync", "async"} <= stalls.keys():
-        lines += ["", f"Checkpoint stall: async {stalls['async']:.3f} s per save, sync {stalls['sync']:.3f} s "
-                  f"({stalls['async'] / stalls['sync']:.0%} of a synchronous save)."]  # fmt: skip
-    return "\n".join(lines) + "\n"
+def unavailable(label: str, device: torch.device) -> str | None:
+    """Why `label` cannot run on `device` (one line), or None when it can."""
+    capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
+    if "fp8" in parse_label(label)[2] and (capability or (0, 0)) < (8, 9):
+        where = f"this GPU has {capability}" if capability else "skipped on the CPU"
+        return f"perf.fp8 needs a CUDA GPU of compute capability 8.9 or more; {where}"
+    return None
 
 
-def plot(records: list[dict], device: str, path: Path) -> None:
-    """Horizontal bars: frames/s and peak memory per configuration."""
-    plt = results.pyplot()
-    ok = [r for r in records if "error" not in r]
-    labels = [str(r["label"]) for r in ok]
-    fig, (speed, memory) = plt.subplots(1, 2, figsize=(12, 0.45 * len(ok) + 1.5), sharey=True)
-    speed.barh(labels, [r["frames_per_s"] for r in ok])
-    speed.set_xlabel("real frames / s")
-    memory.barh(labels, [r["peak_memory_bytes"] / 1e9 for r in ok], color="tab:orange")
-    memory.set_xlabel("peak memory (GB)")
-    speed.invert_yaxis()
-    fig.suptitle(f"f5lite training ablation ({device})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+def config(label: str, args: argparse.Namespace) -> runner.Config:
+    """One configuration: this script's child, which measures it with the parent's settings."""
+    spec = {**vars(args), "config": label, "configs": [], "out_dir": str(args.out_dir)}
+    return runner.child_config(label, Path(__file__).resolve(), spec)
 
 
-def ablate(args: argparse.Namespace) -> int:
-    """Run the ablation (each configuration in its own process of this script) and write the results."""
-    common = [sys.executable, str(Path(__file__).resolve()), "--device", args.device, "--preset", args.preset]
-    common += ["--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads or 0)]
-    common += ["--mel-lengths", ",".join(map(str, args.mel_lengths))]
-    common += ["--text-lengths", ",".join(map(str, args.text_lengths))]
-    configs = [runner.Config(label, [*common, "--label", label, *options]) for label, options in args.chosen]
-    runs = runner.run_interleaved(configs, args.rounds, check=False,
-                                  on_run=lambda run: print(json.dumps(run.record(label=run.config)), flush=True))  # fmt: skip
-    records: list[dict[str, Any]] = [runner.median_record([r.record(label=label) for r in runs if r.config == label],
-                                                          "step_s") for label, _ in args.chosen]  # fmt: skip
-    machine = results.flat_header(results.run_header())
-    base = next((r for r in records if r["label"] == "baseline fp32" and "error" not in r), None)
-    for record in records:
-        record["machine"] = machine
-        if base is not None and "error" not in record:
-            record["speedup"] = record["frames_per_s"] / base["frames_per_s"]
-            record["saved_bytes_ratio"] = record["saved_for_backward_bytes"] / base["saved_for_backward_bytes"]
-    note = args.note or (
-        f"Preset {args.preset}, mel lengths {args.mel_lengths}, text lengths {args.text_lengths}, {args.threads} "
-        f"threads, median of {args.steps} steps after {args.warmup} warm-up, median of {args.rounds} interleaved "
-        "round(s)."
+def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Each configuration's median round, its speed-up and saved-bytes ratio against the first configuration, and the
+    f5lite/F5-TTS ratios: each f5lite configuration against the F5-TTS one of the longest common label, best vs best."""
+    table = {label: runner.median_record(records, "step_s") for label, records in runs.items() if records}
+    if base := table.get(next(iter(runs), "")):
+        for row in table.values():
+            row["speedup"] = base["step_s"] / row["step_s"]  # the same frames
+            row["saved_bytes_ratio"] = row["saved_for_backward_bytes"] / base["saved_for_backward_bytes"]
+    pairs, sides = {}, {side: [k for k in table if k.startswith(side)] for side in ("f5lite", "F5-TTS")}
+    for label in sides["f5lite"]:
+        parts = label.split(" + ")
+        twins = ["F5-TTS" + " + ".join(parts[:n])[len("f5lite") :] for n in range(len(parts), 0, -1)]
+        if twin := next((t for t in twins if t in table), None):
+            pairs[label] = (label, twin)
+    if all(sides.values()):
+        pairs["best"] = tuple(max(sides[s], key=lambda k: table[k]["frames_per_s"]) for s in ("f5lite", "F5-TTS"))
+    ratios = {}
+    for name, (ours, theirs) in pairs.items():
+        key = "peak_gpu_bytes" if all("peak_gpu_bytes" in table[k] for k in (ours, theirs)) else "peak_rss_bytes"
+        speed, memory = table[theirs]["step_s"] / table[ours]["step_s"], table[ours][key] / table[theirs][key]
+        ratios[name] = {"f5lite": ours, "f5tts": theirs, "speed": speed, "memory": memory}
+    return {"configs": table, "ratios": ratios}
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The results as a Markdown page: the setup, a row per configuration, the ratios, the stalls, the profiles."""
+    s, rows, first = doc["setup"], [], next(iter(doc["configs"].values()), {})
+    mel, text = s["mel_lengths"], s["text_lengths"]
+    intro = (
+        f"Recipe {s['recipe']}, preset {s['preset']} ({first.get('params', 0) / 1e6:.1f}M parameters), same weights on "
+        f"each side; {len(mel)} utterances ({s['lengths_from'] or 'given'}) of {min(mel)}-{max(mel)} mel frames and "
+        f"{min(text)}-{max(text)} tokens: {s['frames']} real frames, {s['padding_fraction']:.1%} padding. Per run "
+        f"{s['warmup']} warm-up + {s['steps']} timed steps (median, {s['clock']} clock), each configuration in its own "
+        f"process, median of {s['rounds']} interleaved round(s). Speed-up and ratio (bytes saved for backward) against "
+        "the first row; peak memory: CUDA's max allocated, else peak RSS. MFU: the model FLOPs of the real frames "
+        f"(`benchmarks.flops`; no recompute, no padding) over {first.get('peak_source', 'the peak')}."
     )
-    results.write_results(args.out_dir / f"ablation_{args.device}.json", records, markdown(records, args.device, note),
-                          plot=lambda path: plot(records, args.device, path))  # fmt: skip
-    return 0
+    for label, r in doc["configs"].items():
+        stall = f" (save stall {r['ckpt_stall_s']:.3f} s)" if "ckpt_stall_s" in r else ""
+        memory, mfu = r.get("peak_gpu_bytes", r["peak_rss_bytes"]) / 1e9, f"{r['mfu']:.1%}" if r["mfu"] else "-"
+        cells = [f"{r['step_s']:.3f}", f"{r['frames_per_s']:.0f}", f"{r.get('speedup', 1):.2f}x", mfu, f"{memory:.2f}"]
+        cells += [f"{r['saved_for_backward_bytes'] / 1e6:.0f}", f"{r.get('saved_bytes_ratio', 1):.2f}"]
+        rows.append([label + stall, *cells, ", ".join(f"{t:.3f}" for t in r["step_s_rounds"])])
+    head = ["configuration", "step (s)", "frames/s", "speed-up", "MFU", "peak memory (GB)", "saved for backward (MB)"]
+    lines = [f"# Training step ({s['gpu'] or s['device']})", "", f"Machine: {results.describe(doc['machine'])}."]
+    lines += ["", intro, "", *results.table([*head, "ratio", "runs (s)"], rows, " rrrrrrr")]
+    if doc["ratios"]:
+        rows = [[k, r["f5tts"], f"{r['speed']:.2f}x", f"{r['memory']:.2f}x"] for k, r in doc["ratios"].items()]
+        head = ["f5lite (best: each side's fastest)", "F5-TTS", "speed (f5lite/F5-TTS)", "memory"]
+        lines += ["", *results.table(head, rows, "  rr")]
+    stalls = {r["ckpt"]: r["ckpt_stall_s"] for r in doc["configs"].values() if "ckpt" in r}
+    if {"sync", "async"} <= stalls.keys():
+        sync, share = stalls["sync"], f"{stalls['async'] / stalls['sync']:.0%} of a synchronous save"
+        lines += ["", f"Checkpoint stall: async {stalls['async']:.3f} s per save, sync {sync:.3f} s ({share})."]
+    notes = [f"- {label}: {kind}: {why}" for kind in ("skipped", "failed") for label, why in doc[kind].items()]
+    lines += ["", "Not measured:", "", *notes] if notes else []
+    profiles = {label: r["profile"] for label, r in doc["configs"].items() if "profile" in r}
+    return "\n".join(lines + step_profile.markdown(profiles)) + "\n"
+
+
+def run_configs(args: argparse.Namespace) -> int:
+    """Each configuration in its own process, rounds interleaved, the results written after every run; returns 0, 1
+    when a configuration failed (the others go on), or 2 when F5-TTS is needed and missing."""
+    with_f5tts = any(label.startswith("F5-TTS") for label in args.configs)
+    if with_f5tts and (why := f5tts.missing("ema_pytorch")):
+        hint = "install it beside and set PYTHONPATH=/tmp/f5pkg (see benchmarks/f5tts.py)"
+        print(f"bench_train.py: F5-TTS is not importable ({why}); {hint}", file=sys.stderr)
+        return 2
+    skipped = {label: why for label in args.configs if (why := unavailable(label, torch.device(args.device)))}
+    for label, why in skipped.items():
+        print(f"bench_train.py: {label}: {why}", file=sys.stderr)
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in args.configs if label not in skipped}
+    failed: dict[str, str] = {}
+    path = args.out_dir / f"{'f5tts_train' if with_f5tts else 'ablation'}_{args.device}.json"
+    head = {"machine": results.flat_header(results.run_header(["f5-tts", "accelerate"]))}
+    setup = {k: v for k, v in vars(args).items() if k not in ("overrides", "config", "configs", "out_dir")}
+    setup |= {"frames": sum(args.mel_lengths), "padding_fraction": padding_fraction(args.mel_lengths)}
+
+    def document() -> dict[str, Any]:  # written after every run: a benchmark cut short keeps what it measured
+        gpu = next((r["gpu"] for records in runs.values() for r in records if "gpu" in r), None)
+        doc = {**head, "setup": {**setup, "gpu": gpu}, **summarize(runs), "skipped": skipped, "failed": failed}
+        results.write_results(path, doc, markdown(doc))
+        return doc
+
+    def show(run: runner.Run) -> None:
+        if run.ok:
+            runs[run.config].append(run.result or {})
+            print(json.dumps({"round": run.round, **(run.result or {})}), flush=True)
+        else:  # the end of its stderr, then one line; the other configurations go on
+            failed.setdefault(run.config, run.failure)
+            sys.stderr.write(run.stderr[-3000:])
+            print(f"bench_train.py: {run.failure}", file=sys.stderr, flush=True)
+        document()
+
+    if runs:
+        runner.run_interleaved([config(label, args) for label in runs], args.rounds, check=False, on_run=show)
+    print(json.dumps(document()))
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one configuration and print its JSON line (with `--ablate`: the ablation, its results written)."""
-    args = parse_args(argv)
-    if args.ablate:
-        return ablate(args)
+    """One configuration in this process, its JSON line printed (2: refused), or `--configs` (`run_configs`)."""
+    spec = runner.child_spec(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv) if spec is None else argparse.Namespace(**spec)
+    if args.configs:
+        return run_configs(args)
     try:
-        result = run(args)
+        print(json.dumps(measure(args)))
     except ValueError as err:
         print(f"bench_train.py: {err}", file=sys.stderr)
         return 2
-    print(json.dumps(result))
     return 0
 
 

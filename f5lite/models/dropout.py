@@ -6,7 +6,7 @@ Why: on a CPU, `torch.nn.functional.dropout` draws one Bernoulli sample per elem
 generator and then multiplies and divides in two more passes; in a DiT training step that is about 8 % of the
 time (F5-TTS's DiT drops after every attention output and inside every feed-forward). Here one 64-bit draw gives
 four 16-bit numbers, an element is dropped when its number falls below `round(p * 65536)` of the 65,536, and the
-kept ones are scaled in one `where` pass: a fifth of the cost (see `scripts/compare_f5tts_train.py`).
+kept ones are scaled in one `where` pass: a fifth of the cost (see `scripts/bench_train.py --configs f5tts`).
 
 What stays equal: the drop probability is `p` rounded to a multiple of 1/65536 (0.1 becomes 0.1000061), and the
 scale is the inverse of the kept fraction of that rounded probability, so the expected output is the input,

@@ -1,4 +1,5 @@
-"""The analytic training-FLOPs formula used for MFU agrees with torch's FLOP counter on tiny models."""
+"""The analytic training-FLOPs formula used for MFU agrees with torch's FLOP counter on tiny models; the peaks MFU
+divides by."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from support.tiny_models import tiny_backbone
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks.flops import model_flops_utilization, per_frame_params, training_flops
+from benchmarks.flops import peak_flops, per_frame_params, table_peak_flops, training_flops
 
 
 @pytest.mark.parametrize("name", ["dit", "unett", "mmdit"])
@@ -42,5 +43,8 @@ def test_per_sample_weights_are_excluded() -> None:
     assert audio < total - per_sample + 1 and per_sample > 0
 
 
-def test_mfu() -> None:
-    assert model_flops_utilization(4e14, 1.0, 989.4e12) == pytest.approx(0.404, abs=1e-3)
+def test_peaks_from_the_table_or_a_measured_gemm() -> None:
+    assert table_peak_flops("NVIDIA H100 80GB HBM3") == table_peak_flops("NVIDIA H200") == 989.4e12
+    assert table_peak_flops("NVIDIA A100-SXM4-40GB") == 312e12 and table_peak_flops("Some Unknown GPU") is None
+    peak, source = peak_flops(torch.device("cpu"), torch.float32)  # a CPU: its GEMM rate, measured
+    assert 1e8 < peak < 1e14 and source.startswith("measured torch.float32 GEMM")

@@ -139,7 +139,7 @@ def test_f5lite_mels_are_the_same_clips_with_a_cache(cmp, tmp_path) -> None:
 
 def test_f5tts_side_compiles_its_dit_as_its_users_do(cmp, demo_format, tmp_path, monkeypatch) -> None:
     """`--f5tts-compile`: the F5-TTS process wraps its DiT's `forward` in `torch.compile` before building its Trainer
-    (as `compare_f5tts_train.py`'s `F5-TTS bf16 + compile`), and only then; the trainer is a stand-in here."""
+    (as `bench_train.py`'s `F5-TTS bf16 + compile`), and only then; the trainer is a stand-in here."""
     pytest.importorskip("f5_tts.model")
     import f5_tts.model
     import torch

@@ -2,7 +2,7 @@
 they fit one device call; `make bench-gpu-rehearse` runs the same command lines on the CPU with the tiny model (slow).
 
 The measurements themselves need CUDA and F5-TTS; their CPU path (the same configurations on a tiny model) is run by
-tests/compat/test_compare_f5tts_train.py and by the rehearsal.
+tests/compat/test_compare_f5tts_train.py (scripts/bench_train.py against F5-TTS) and by the rehearsal.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ def test_bench_gpu_runs_the_step_and_the_whole_run_in_one_device_call() -> None:
     assert all(runs[0][0] is not None for runs in limits.values())
     assert sum(runs[0][0] for runs in limits.values()) + 20 <= 9 * 60
     commands = bench_gpu_commands()
-    assert set(commands) == {"compare_f5tts_train", "compare_f5tts_run"}
+    assert set(commands) == {"bench_train", "compare_f5tts_run"}
 
-    step = load_script("compare_f5tts_train").parse_args(commands["compare_f5tts_train"][0])
+    step = load_script("bench_train").parse_args(commands["bench_train"][0])
     assert step.device == "cpu"  # BENCH_GPU_DEVICE reaches it (cuda by default)
     assert step.preset == "base" and len(step.mel_lengths) * max(step.mel_lengths) <= 38_400
     assert step.lengths_from == "bucket" and len(set(step.mel_lengths)) > 1  # packing has padding to remove
@@ -81,7 +81,7 @@ def test_bench_gpu_device_installs_the_carried_wheels_then_runs_the_same_command
     lines = out.stdout.replace("\\\n", " ").splitlines()
     install = next(i for i, line in enumerate(lines) if "pip install" in line)
     assert "--no-index" in lines[install] and "build/gpu-wheels/*.whl" in lines[install]
-    runs = [i for i, line in enumerate(lines) if "scripts/compare_f5tts_" in line]
+    runs = [i for i, line in enumerate(lines) if "scripts/compare_f5tts_run.py" in line or "bench_train.py" in line]
     assert runs and min(runs) > install and all(lines[i].split("timeout")[1].split()[5] == "python3" for i in runs)
     ours = make_commands("bench-gpu", "BENCH_GPU_DEVICE=cuda")
     device = make_commands("bench-gpu-device")
@@ -101,13 +101,19 @@ def test_bench_gpu_sampling_is_its_own_target() -> None:
 
 
 def test_the_base_presets_are_f5tts_v1_base() -> None:
-    """Both scripts' `base` is the architecture of configs/model/dit.yaml (F5-TTS v1 Base)."""
+    """`base` is the architecture of configs/model/dit.yaml (F5-TTS v1 Base): F5-TTS's DiT in the training step (the
+    recipe's own on f5lite's side) and both trainers' in the whole runs."""
     from f5lite.config import compose_config
 
     model = compose_config(["+recipe=dit_base"]).model
     expected = {k: getattr(model, k) for k in ("dim", "depth", "heads", "ff_mult", "text_dim", "conv_layers")}
-    for name, table in (("compare_f5tts_train", "PRESETS"), ("compare_f5tts_run", "MODELS")):
-        preset = getattr(load_script(name), table)["base"]
+    assert load_script("bench_train").PRESETS["base"] == []  # f5lite: the recipe dit_base as it is
+    presets = {
+        "bench_train": load_script("bench_train").DITS,
+        "compare_f5tts_run": load_script("compare_f5tts_run").MODELS,
+    }
+    for name, table in presets.items():
+        preset = table["base"]
         assert {k: preset[k] for k in expected} == expected, name
 
 
@@ -137,7 +143,7 @@ def test_the_cpu_rehearsal_runs_every_part_of_bench_gpu(tmp_path: Path) -> None:
         "f5lite bf16 + AC every 2nd",
     }
     assert all(row["profile"]["categories"]["matmul"]["ms"] > 0 for row in step["configs"].values())
-    assert step["setup"]["lengths_from"] == "bucket" and step["ratios"]["bf16 + compile + pack"]["speed"] > 0
+    assert step["setup"]["lengths_from"] == "bucket" and step["ratios"]["f5lite bf16 + compile + pack"]["speed"] > 0
     run = json.loads((out / "f5tts_run_cpu.json").read_text())
     assert run["settings"]["f5tts_compile"] and "perf.compile=true" in run["settings"]["f5lite_overrides"]
     assert set(run["medians"]) == {"f5tts", "f5lite"} and run["ratios"]["wall_clock"] > 0
