@@ -3,7 +3,8 @@
 The detector is inference's (`f5lite.models.hardware`): a CPU with AVX-512 BF16 or AMX (and no `ONEDNN_MAX_CPU_ISA`
 below it), an ARM CPU with BF16, a CUDA GPU that supports bf16. Elsewhere bf16 is emulated, 5 to 10x slower than
 fp32 per update (docs/guides/speaks.md), so `auto` is fp32 (`no`) there, and an explicit `bf16` runs with a warning
-line. The trainer (`make_accelerator`) resolves it once per run; the benchmarks resolve it the same way.
+line. The trainer (`make_accelerator`) resolves it once per run and logs the choice (`announce_precision`) once the
+launch goes ahead; the benchmarks resolve it the same way.
 """
 
 from __future__ import annotations

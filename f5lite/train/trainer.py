@@ -53,7 +53,7 @@ from f5lite.train.lifecycle import TrainingStopped as TrainingStopped  # re-expo
 from f5lite.train.lifecycle import close_launch, stop_after_checkpoint
 from f5lite.train.loggers import MetricLogger, make_logger
 from f5lite.train.objective import Evaluation, Objective, prepare_objective
-from f5lite.train.precision import choose_precision
+from f5lite.train.precision import PrecisionChoice, choose_precision
 from f5lite.train.ranks import agree, any_rank, broadcast_tensors, check_distributed_type, distributed
 from f5lite.train.schedule import lr_factor
 from f5lite.train.seeding import seed_step
@@ -81,11 +81,11 @@ def bad_update(loss_finite: torch.Tensor, applied: torch.Tensor, grad_scaler: bo
     return ~loss_finite if grad_scaler else ~applied
 
 
-def make_accelerator(perf: PerfConfig) -> Accelerator:
+def make_accelerator(perf: PerfConfig) -> tuple[Accelerator, PrecisionChoice]:
     """The run's `Accelerator`: the GPU when there is one, `perf.precision`, DDP gradients in the buckets.
 
-    `perf.precision` is resolved here (`choose_precision`), once per run, and the choice logged in one line on
-    rank 0 when `auto` decided or an explicit bf16 is emulated.
+    `perf.precision` is resolved here (`choose_precision`), once per run; the choice comes back for the trainer to
+    log (`announce_precision`) once nothing can refuse the launch any more, so that a refused launch stays one line.
 
     `gradient_as_bucket_view` makes each parameter's `.grad` a view into DDP's all-reduce bucket, so the gradients
     exist once instead of twice (the buckets and `.grad`): one model's worth of memory less, and no copy between
@@ -99,9 +99,13 @@ def make_accelerator(perf: PerfConfig) -> Accelerator:
         step_scheduler_with_optimizer=False,
         kwargs_handlers=[DistributedDataParallelKwargs(gradient_as_bucket_view=True)],
     )
-    if choice.line and accelerator.is_main_process:
+    return accelerator, choice
+
+
+def announce_precision(choice: PrecisionChoice) -> None:
+    """Log the precision choice in one line when `auto` decided or an explicit bf16 is emulated (rank 0 calls it)."""
+    if choice.line:
         (log.warning if choice.warning else log.info)(choice.line)
-    return accelerator
 
 
 class Trainer:
@@ -122,12 +126,17 @@ class Trainer:
             ValueError: a setting that cannot work (data directory, a run directory in use or of another run, an
                 unsupported accelerate mode, ...), on every rank alike.
         """
-        self.acc = accelerator or make_accelerator(cfg.perf)
+        choice = None
+        if accelerator is None:
+            accelerator, choice = make_accelerator(cfg.perf)
+        self.acc = accelerator
         if cfg.perf.precision == PRECISION_AUTO:  # from here on, what accelerate runs (the run directory records it)
             cfg = dataclasses.replace(cfg, perf=dataclasses.replace(cfg.perf, precision=self.acc.mixed_precision))
         # The objective's one look at the config: e.g. a distillation's student takes its teacher's architecture.
         prepared = prepare_objective(cfg)
         cfg = prepared.cfg
+        if choice is not None and self.acc.is_main_process:
+            announce_precision(choice)
         self.cfg = cfg
         check_distributed_type(self.acc.distributed_type)
         self.device = self.acc.device

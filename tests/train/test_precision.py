@@ -20,7 +20,7 @@ import f5lite.models.hardware as hardware
 from f5lite.config import PerfConfig, compose_config
 from f5lite.storage.rundir import load_run_config
 from f5lite.train.precision import choose_precision
-from f5lite.train.trainer import make_accelerator
+from f5lite.train.trainer import announce_precision, make_accelerator
 
 CPU = torch.device("cpu")
 CUDA = torch.device("cuda", 0)
@@ -96,7 +96,8 @@ def test_explicit_bf16_on_an_emulating_cpu_warns_in_one_line(
 ) -> None:
     fake_cpu("avx avx2 fma")
     with caplog.at_level(logging.INFO, logger=TRAINER_LOG):
-        accelerator = make_accelerator(compose_config(overrides(tmp_path / "run", "perf.precision=bf16")).perf)
+        accelerator, choice = make_accelerator(compose_config(overrides(tmp_path / "run", "perf.precision=bf16")).perf)
+        announce_precision(choice)
     assert accelerator.mixed_precision == "bf16"  # as set: the warning does not overrule the user
     (line,) = precision_lines(caplog)
     message = line.getMessage()
