@@ -20,7 +20,8 @@ that has no place yet, fails the test.
     recordings through training to speech). Both speak through `infer`; neither imports the other.
 11. The public API, `f5lite/__init__.py`, which nothing inside f5lite imports.
 
-Nothing imports `scripts` or `benchmarks` (the benchmarks and tools stand outside the package).
+Nothing imports `scripts` or `benchmarks` (the benchmarks and tools stand outside the package), and no import forms a
+cycle among f5lite's modules, within a layer either.
 """
 
 from __future__ import annotations
@@ -192,3 +193,44 @@ def test_imports_down_and_within_pass(tmp_path: Path) -> None:
     (copy / "train" / "fine.py").write_text("from f5lite.infer import Synthesizer\nfrom f5lite.atomic import x\n")
     (copy / "audio" / "fine.py").write_text("from f5lite.audio.mel import log_mel\nimport f5lite.version\n")
     assert violations(copy) == []
+
+
+def import_cycle(package_root: Path) -> list[str]:
+    """A cycle of imports among the package's modules (any import, functions included), or [] when there is none.
+
+    An import of `f5lite.a.b` counts as one of the module `a/b.py` (or `a/b/__init__.py`); a name imported from a
+    module counts as the module. A package's `__init__` that re-exports its own modules is no cycle of theirs.
+    """
+    files = {".".join(p.relative_to(package_root.parent).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in package_root.rglob("*.py")}  # fmt: skip
+    graph = {name: {m for m in imported_modules(path) if m in files and m != name} for name, path in files.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> list[str]:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if target.startswith(f"{name}.") or name.startswith(f"{target}."):
+                continue  # a package and its own modules
+            if state.get(target) == 1:  # on the path that led here: the cycle is that path's tail
+                here = [*path, name]
+                return [*here[here.index(target) :], target]
+            if target not in state and (cycle := visit(target, [*path, name])):
+                return cycle
+        state[name] = 2
+        return []
+
+    for name in sorted(files):
+        if name not in state and (cycle := visit(name, [])):
+            return cycle
+    return []
+
+
+def test_no_import_forms_a_cycle(tmp_path: Path) -> None:
+    """No module of f5lite imports, through others, a module that imports it; a planted cycle is found."""
+    assert import_cycle(ROOT / "f5lite") == []
+    copy = tmp_path / "f5lite"
+    shutil.copytree(ROOT / "f5lite", copy, ignore=shutil.ignore_patterns("__pycache__", "demo_data"))
+    (copy / "train" / "flow.py").write_text((copy / "train" / "flow.py").read_text() + "\nimport f5lite.train.grpo\n")
+    with_grpo = (copy / "train" / "grpo.py").read_text() + "\ndef f():\n    from f5lite.train.flow import build_flow\n"
+    (copy / "train" / "grpo.py").write_text(with_grpo)
+    assert {"f5lite.train.flow", "f5lite.train.grpo"} <= set(import_cycle(copy))
