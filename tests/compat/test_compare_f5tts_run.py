@@ -43,6 +43,7 @@ def test_f5tts_format_holds_the_demo_training_clips(cmp, demo_format) -> None:
     assert vocab[0] == " " and vocab == (Path(demo_dir()) / "vocab.txt").read_text().splitlines()
 
 
+@pytest.mark.golden  # needs F5-TTS: test-golden runs it beside .f5tts
 @pytest.mark.parametrize(("frames", "max_samples"), [(2400, 64), (1000, 3), (700, 0)])
 def test_batch_count_matches_f5tts_sampler(cmp, demo_format, frames: int, max_samples: int) -> None:
     dataset = pytest.importorskip("f5_tts.model.dataset")
@@ -61,6 +62,7 @@ def test_batch_count_matches_f5tts_sampler(cmp, demo_format, frames: int, max_sa
     assert f5tts.batches_per_epoch(durations, frames, max_samples) == len(sampler)
 
 
+@pytest.mark.golden  # needs F5-TTS: test-golden runs it beside .f5tts
 def test_f5tts_loader_reads_the_format(cmp, demo_format, monkeypatch) -> None:
     dataset = pytest.importorskip("f5_tts.model.dataset")
     import torchaudio
@@ -137,6 +139,7 @@ def test_f5lite_mels_are_the_same_clips_with_a_cache(cmp, tmp_path) -> None:
     assert (prepared / "vocab.txt").read_text() == (demo / "vocab.txt").read_text()  # same token ids
 
 
+@pytest.mark.golden  # needs F5-TTS: test-golden runs it beside .f5tts
 def test_f5tts_side_compiles_its_dit_as_its_users_do(cmp, demo_format, tmp_path, monkeypatch) -> None:
     """`--f5tts-compile`: the F5-TTS process wraps its DiT's `forward` in `torch.compile` before building its Trainer
     (as `bench_train.py`'s `F5-TTS bf16 + compile`), and only then; the trainer is a stand-in here."""
