@@ -19,6 +19,7 @@ from support.trainer_helpers import make, overrides
 import f5lite.models.hardware as hardware
 from f5lite.config import PerfConfig, compose_config
 from f5lite.storage.rundir import load_run_config
+from f5lite.train.flow import FlowObjective
 from f5lite.train.precision import choose_precision
 from f5lite.train.trainer import announce_precision, make_accelerator
 
@@ -122,6 +123,7 @@ def test_the_trainer_resolves_auto_once_logs_it_and_records_it(
     assert line.levelno == logging.INFO and line.getMessage().startswith(f"perf.precision=auto -> {chosen}")
     assert trainer.acc.mixed_precision == chosen
     assert trainer.cfg.perf.precision == chosen and trainer._attention_dtype() == dtype  # nothing reads `auto`
+    assert isinstance(trainer.objective, FlowObjective) and trainer.objective.cfg.perf.precision == chosen  # nor it
     assert load_run_config(tmp_path / "run").perf.precision == chosen  # the run directory says what ran
 
 
