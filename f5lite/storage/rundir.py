@@ -25,7 +25,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from f5lite.atomic import write_text_atomic
-from f5lite.config import MODEL_SCHEMAS, TrainConfig, config_to_yaml
+from f5lite.config import MODEL_SCHEMAS, TrainConfig
 from f5lite.config.objective import upgrade_stored
 from f5lite.config.structured import open_structured
 from f5lite.storage.names import CHECKPOINTS, CONFIG_FILE, VOCAB_FILE
@@ -35,9 +35,13 @@ from f5lite.text import Vocab, load_vocab
 _IDENTITY_KEYS = ("model", "data.tokenizer", "data.mel_type")
 
 
-def identity_hash(cfg: TrainConfig) -> str:
-    """sha256 of the settings that must not change across a resume (architecture, tokenizer, mel type)."""
-    conf = OmegaConf.create(config_to_yaml(cfg))
+def identity_hash(config: str) -> str:
+    """sha256 of the settings that must not change across a resume (architecture, tokenizer, mel type).
+
+    Args:
+        config: the run's composed config as YAML (`f5lite.config.config_to_yaml`).
+    """
+    conf = OmegaConf.create(config)
     picked = {}
     for key in _IDENTITY_KEYS:
         value = OmegaConf.select(conf, key)
@@ -69,12 +73,12 @@ def load_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
     return cfg
 
 
-def check_run_dir(run_dir: Path, cfg: TrainConfig, vocab: Vocab | None) -> list[str]:
+def check_run_dir(run_dir: Path, config: str, vocab: Vocab | None) -> list[str]:
     """Check, without writing anything, that this launch may use `run_dir` (a new run, or a resume of the same one).
 
     Args:
         run_dir: the run directory (it may not exist yet).
-        cfg: the composed config of this launch.
+        config: the composed config of this launch as YAML (`f5lite.config.config_to_yaml`).
         vocab: the training data's vocab (None for bytes).
 
     Returns:
@@ -85,11 +89,11 @@ def check_run_dir(run_dir: Path, cfg: TrainConfig, vocab: Vocab | None) -> list[
             vocab differs from the data's (same size in another order included).
     """
     changed: list[str] = []
-    config = run_dir / CONFIG_FILE
-    if config.is_file():
-        stored = OmegaConf.to_container(OmegaConf.create(config.read_text(encoding="utf-8")))
+    previous = run_dir / CONFIG_FILE
+    if previous.is_file():
+        stored = OmegaConf.to_container(OmegaConf.create(previous.read_text(encoding="utf-8")))
         old = upgrade_stored(cast(dict[str, Any], stored))
-        changed = _diff(old, OmegaConf.to_container(OmegaConf.create(config_to_yaml(cfg))))
+        changed = _diff(old, OmegaConf.to_container(OmegaConf.create(config)))
         fixed = [key for key in changed if any(key == k or key.startswith(k + ".") for k in _IDENTITY_KEYS)]
         if fixed:
             raise ValueError(
@@ -103,15 +107,15 @@ def check_run_dir(run_dir: Path, cfg: TrainConfig, vocab: Vocab | None) -> list[
             how = "another order" if sorted(old_vocab.tokens) == sorted(vocab.tokens) else "other tokens"
             raise ValueError(
                 f"run_dir={str(run_dir)!r} was trained with another vocab ({len(old_vocab)} tokens in its vocab.txt, "
-                f"{len(vocab)} in {cfg.data.dir}'s, {how}): its text ids would mean other tokens; give another run_dir"
+                f"{len(vocab)} in data.dir's, {how}): its text ids would mean other tokens; give another run_dir"
             )
     return changed
 
 
-def write_run_files(run_dir: Path, cfg: TrainConfig, vocab: Vocab | None) -> None:
-    """Write `config.yaml` (this launch's config) and `vocab.txt`, each atomically; after `check_run_dir`."""
+def write_run_files(run_dir: Path, config: str, vocab: Vocab | None) -> None:
+    """Write `config.yaml` (this launch's config, as `check_run_dir` was given it) and `vocab.txt`, each atomically."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(run_dir / CONFIG_FILE, config_to_yaml(cfg))
+    write_text_atomic(run_dir / CONFIG_FILE, config)
     if vocab is not None:
         write_text_atomic(run_dir / VOCAB_FILE, "".join(f"{token}\n" for token in vocab.tokens))
 

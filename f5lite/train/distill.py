@@ -31,6 +31,7 @@ import functools
 import logging
 from collections.abc import Callable
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any, cast
 
 import torch
@@ -49,8 +50,8 @@ from f5lite.storage.model_sources import LoadedSource, load_source
 from f5lite.storage.names import TEACHER_GROUP
 from f5lite.text import TextEncoder, Vocab
 from f5lite.text.vocab import vocab_hash
-from f5lite.train.network import FlowFamily, flow_network
-from f5lite.train.objective import Network, Prepared, TensorGroups
+from f5lite.train.network import FlowFamily, flow_evaluation, flow_network
+from f5lite.train.objective import MakeEvaluation, Network, Prepared, TensorGroups
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +103,13 @@ class DistillObjective(FlowFamily):
     """`objective=distill` (module docstring).
 
     Args:
-        cfg: the run's config.
         network: the student and its `Distillation`.
         acc: the run's accelerator.
+        evaluation: what is measured while training (`flow_evaluation`).
     """
 
-    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
-        super().__init__(cfg, network, acc)
+    def __init__(self, network: Network, acc: Accelerator, evaluation: MakeEvaluation) -> None:
+        super().__init__(network, acc, evaluation)
         assert isinstance(network.module, Distillation)
         self.distillation = network.module
 
@@ -147,6 +148,7 @@ def build_distill(
     encoder: TextEncoder,
     acc: Accelerator,
     reduce: Callable[[Tensor], Tensor] | None,
+    log_dir: Path,
     *,
     teacher: LoadedSource,
 ) -> DistillObjective:
@@ -159,7 +161,7 @@ def build_distill(
     network = flow_network(
         cfg, encoder, acc, lambda student: make_distillation(cast(StudentBackbone, student), teacher, cfg.distill)
     )
-    objective = DistillObjective(cfg, network, acc)
+    objective = DistillObjective(network, acc, flow_evaluation(cfg, encoder, acc, log_dir, network))
     if acc.is_main_process and objective.distillation.follow is not None:
         log.info(
             "distillation, second stage: the teacher is an average of the student (decay %g), starting at %s",

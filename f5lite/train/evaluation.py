@@ -95,7 +95,7 @@ class Evaluator:
         network: Network,
         duration: DurationPredictor | None = None,
     ) -> None:
-        self.cfg = cfg
+        self.ev, self.sample_every = cfg.eval, cfg.logger.sample_every  # what `run` reads of the config
         self.network = network
         self.duration = duration
         self.device = device
@@ -170,23 +170,23 @@ class Evaluator:
             self._unload()
 
     def _run(self, update: int, logger: MetricLogger, batch: Batch) -> dict[str, float]:
-        cfg, ema_weights, online_weights = self.cfg, self.network.ema_weights, self.network.online_weights
-        if self.samples is not None and update % cfg.logger.sample_every == 0:
+        ev, ema_weights, online_weights = self.ev, self.network.ema_weights, self.network.online_weights
+        if self.samples is not None and update % self.sample_every == 0:
             self._load("ema", update, ema_weights)
             self.samples.log(logger, batch, update)
         results: dict[str, float] = {}
-        if self.validation is not None and validation_due(cfg.eval, update):
+        if self.validation is not None and validation_due(ev, update):
             start = time.perf_counter()
             self._load("ema", update, ema_weights)
             results.update({f"val/{k}": v for k, v in self._validate().items()})
-            if cfg.eval.online:
+            if ev.online:
                 self._load("online", update, online_weights)
                 online = self._validate()
                 results.update({f"val/{k.replace('loss', 'loss_online', 1)}": v for k, v in online.items()})
             results["eval/val_seconds"] = time.perf_counter() - start
-        if self.duration is not None and self.duration_cases and validation_due(cfg.eval, update):
+        if self.duration is not None and self.duration_cases and validation_due(ev, update):
             results.update(validation_errors(self.duration_cases, self.duration, self.encoder))
-        if self.prompts is not None and prompts_due(cfg.eval, update):
+        if self.prompts is not None and prompts_due(ev, update):
             start = time.perf_counter()
             self._load("ema", update, ema_weights)
 

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from f5lite.config import ModelConfig, TrainConfig
+from f5lite.config import ModelConfig
+from f5lite.config.finetune import InitConfig
 from f5lite.models import CheckpointError, load_backbone_weights
 from f5lite.models.distill import StudentBackbone
 from f5lite.storage.model_sources import TEXT_TABLE, read_weights
@@ -93,11 +94,15 @@ def grow_text_table(table: torch.Tensor, rows: int, generator: torch.Generator) 
     return torch.cat((table, extra.to(table.dtype)))
 
 
-def init_from_pretrained(cfg: TrainConfig, network: nn.Module, data_vocab: Vocab | None) -> int:
+def init_from_pretrained(
+    init: InitConfig, model: ModelConfig, seed: int, network: nn.Module, data_vocab: Vocab | None
+) -> int:
     """Load `init.weights` into a freshly built network, growing the text table for an extended vocab.
 
     Args:
-        cfg: the run's config (`init`, `model`, `seed`).
+        init: the run's `init` section (`init.weights` given).
+        model: the run's architecture, which the weights must have.
+        seed: the run's seed (the grown rows' draws).
         network: the backbone built for the training data's vocab size, or a distillation's student of it; a
             distilled student's weights (the second stage) load into a student only, embeddings included.
         data_vocab: the training data's vocab (None for the byte tokenizer).
@@ -109,9 +114,9 @@ def init_from_pretrained(cfg: TrainConfig, network: nn.Module, data_vocab: Vocab
         ValueError: unreadable weights, another architecture, a data vocab that does not extend the pretrained, or
             a distilled student's weights outside a distillation.
     """
-    assert cfg.init.weights is not None
+    assert init.weights is not None
     try:
-        source = read_weights(cfg.init.weights, use_ema=cfg.init.use_ema)
+        source = read_weights(init.weights, use_ema=init.use_ema)
     except ValueError as err:
         raise ValueError(f"init.weights: {err}") from None
     student = network if isinstance(network, StudentBackbone) else None
@@ -120,34 +125,34 @@ def init_from_pretrained(cfg: TrainConfig, network: nn.Module, data_vocab: Vocab
         if student is None:
             # Its backbone alone is no longer a flow model of its own: it was trained with the step embeddings.
             raise ValueError(
-                f"init.weights={cfg.init.weights} is a distilled student: fine-tune the model it was distilled from, "
-                f"or distil it further with distill.teacher={cfg.init.weights}"
+                f"init.weights={init.weights} is a distilled student: fine-tune the model it was distilled from, "
+                f"or distil it further with distill.teacher={init.weights}"
             )
         student.step_embed.load_state_dict(source.student)
     state = source.state
-    check_architecture(cfg.model, backbone, state)
+    check_architecture(model, backbone, state)
     added = 0
     if data_vocab is not None:
-        if cfg.init.vocab is not None:
-            pretrained, vocab_name = load_vocab(cfg.init.vocab), cfg.init.vocab
+        if init.vocab is not None:
+            pretrained, vocab_name = load_vocab(init.vocab), init.vocab
         elif source.vocab is not None:
-            pretrained, vocab_name = source.vocab, f"the vocab of {cfg.init.weights}"
+            pretrained, vocab_name = source.vocab, f"the vocab of {init.weights}"
         else:
             raise ValueError("init.vocab is not set: give the vocab.txt that goes with init.weights")
         if data_vocab.tokens[: len(pretrained)] != pretrained.tokens:
             raise ValueError(
                 f"the training data's vocab does not extend {vocab_name} (old ids would move); prepare the data with "
-                f"f5lite-prepare ... --vocab {cfg.init.vocab or 'PRETRAINED_VOCAB'}"
+                f"f5lite-prepare ... --vocab {init.vocab or 'PRETRAINED_VOCAB'}"
             )
         table = state[TEXT_TABLE]
         if table.shape[0] != len(pretrained) + 1:
             raise ValueError(
-                f"init.vocab={str(cfg.init.vocab)!r} has {len(pretrained)} tokens but the weights' text table has "
+                f"init.vocab={str(init.vocab)!r} has {len(pretrained)} tokens but the weights' text table has "
                 f"{table.shape[0] - 1}; give the vocab.txt released with these weights"
             )
         added = len(data_vocab) - len(pretrained)
         if added:
-            generator = torch.Generator().manual_seed(cfg.seed)
+            generator = torch.Generator().manual_seed(seed)
             state[TEXT_TABLE] = grow_text_table(table, len(data_vocab) + 1, generator)
     try:
         load_backbone_weights(backbone, state)

@@ -25,23 +25,24 @@ from f5lite.data.collate import Batch
 from f5lite.models.cfm import CFM
 from f5lite.text import TextEncoder
 from f5lite.train.duration import DurationTraining
-from f5lite.train.evaluation import Evaluator
-from f5lite.train.network import FlowFamily, flow_network
-from f5lite.train.objective import Evaluation, Network, Prepared, TensorGroups
+from f5lite.train.network import FlowFamily, flow_evaluation, flow_network
+from f5lite.train.objective import MakeEvaluation, Network, Prepared, TensorGroups
 
 
 class FlowObjective(FlowFamily):
     """`objective=flow` (module docstring).
 
     Args:
-        cfg: the run's config.
         network: the backbone and its `CFM`.
         acc: the run's accelerator.
+        evaluation: what is measured while training (`flow_evaluation`, the predictor alongside included).
         duration: the predictor trained alongside (`duration.train=alongside`), or None.
     """
 
-    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator, duration: DurationTraining | None) -> None:
-        super().__init__(cfg, network, acc)
+    def __init__(
+        self, network: Network, acc: Accelerator, evaluation: MakeEvaluation, duration: DurationTraining | None
+    ) -> None:
+        super().__init__(network, acc, evaluation)
         self.duration = duration
         self._duration_loss = torch.zeros((), device=acc.device)
         self._duration_updates = 0
@@ -77,21 +78,22 @@ class FlowObjective(FlowFamily):
         self._duration_updates = 0
         return {"duration_loss": mean}
 
-    def evaluation(self, encoder: TextEncoder, log_dir: Path) -> Evaluation:
-        """Validation, prompts and samples of the EMA weights; the predictor's errors alongside."""
-        predictor = None if self.duration is None else self.duration.predictor
-        return Evaluator(self.cfg, encoder, self.acc.device, self.acc.autocast, log_dir, self.network, predictor)
-
 
 def build_flow(
-    cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
+    cfg: TrainConfig,
+    encoder: TextEncoder,
+    acc: Accelerator,
+    reduce: Callable[[Tensor], Tensor] | None,
+    log_dir: Path,
 ) -> FlowObjective:
     """`objective=flow`'s objective, built once the data and the accelerator exist (`prepare_flow` binds `cfg`)."""
     network = flow_network(cfg, encoder, acc, CFM)
     duration = None
     if cfg.duration.train == "alongside":
         duration = DurationTraining(cfg.duration, cfg.optim, cfg.seed, encoder.num_embeds, acc.device, reduce)
-    return FlowObjective(cfg, network, acc, duration)
+    predictor = None if duration is None else duration.predictor
+    evaluation = flow_evaluation(cfg, encoder, acc, log_dir, network, predictor)
+    return FlowObjective(network, acc, evaluation, duration)
 
 
 def prepare_flow(cfg: TrainConfig) -> Prepared:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 from accelerate import Accelerator
@@ -67,8 +68,8 @@ from f5lite.sampling.sde import masked_mean, step_kl, step_log_prob, step_mean_s
 from f5lite.storage.model_sources import LoadedSource, load_source
 from f5lite.text import TextEncoder
 from f5lite.train.evaluation import load_run_vocoder
-from f5lite.train.network import FlowFamily, flow_network
-from f5lite.train.objective import Network, Prepared
+from f5lite.train.network import FlowFamily, flow_evaluation, flow_network
+from f5lite.train.objective import MakeEvaluation, Network, Prepared
 from f5lite.train.rewards import Rewards
 
 ADVANTAGE_EPS = 1e-4
@@ -336,13 +337,13 @@ class GrpoObjective(FlowFamily):
     """`objective=grpo` (module docstring).
 
     Args:
-        cfg: the run's config.
         network: the backbone and its `Grpo`.
         acc: the run's accelerator.
+        evaluation: what is measured while training (`flow_evaluation`).
     """
 
-    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
-        super().__init__(cfg, network, acc)
+    def __init__(self, network: Network, acc: Accelerator, evaluation: MakeEvaluation) -> None:
+        super().__init__(network, acc, evaluation)
         assert isinstance(network.module, Grpo)
         self.grpo = network.module
 
@@ -363,33 +364,29 @@ def prepare_grpo(cfg: TrainConfig) -> Prepared:
 
 
 def build_grpo(
-    cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
+    cfg: TrainConfig,
+    encoder: TextEncoder,
+    acc: Accelerator,
+    reduce: Callable[[Tensor], Tensor] | None,
+    log_dir: Path,
 ) -> GrpoObjective:
-    """`objective=grpo`'s objective (`prepare_grpo` binds the config).
+    """`objective=grpo`'s objective (`prepare_grpo` binds the config): its vocoder, rewards, reference and prompts.
 
     Raises:
         ValueError: the vocoder, a reward backend or the prompts cannot be loaded.
     """
-    network = flow_network(cfg, encoder, acc, lambda backbone: make_grpo(cfg, backbone, encoder, acc.device))
-    return GrpoObjective(cfg, network, acc)
+    vocoder = load_run_vocoder(cfg.sample, acc.device)
+    rewards = Rewards(cfg.grpo.rewards, cfg.eval, acc.device)
 
+    def make_grpo(backbone: nn.Module) -> Grpo:
+        """The loss around the run's network; its reference is a copy of the starting weights (before any resume)."""
+        reference = build_backbone_from_config(cfg.model, encoder.num_embeds)
+        reference.load_state_dict(backbone.state_dict())
+        synthesizer = Synthesizer(backbone, encoder, vocoder, cfg.data.mel_type)
+        return Grpo(backbone, reference.to(acc.device), synthesizer, rewards, cfg.grpo)
 
-def make_grpo(cfg: TrainConfig, backbone: nn.Module, encoder: TextEncoder, device: torch.device) -> Grpo:
-    """The objective of a `grpo` run: its reference (the starting weights, copied now), vocoder, rewards, prompts.
-
-    Args:
-        cfg: the run's config.
-        backbone: the run's network, its starting weights loaded (before any resume).
-        encoder: the run's text encoder.
-        device: the training device.
-
-    Raises:
-        ValueError: the vocoder, a reward backend or the prompts cannot be loaded.
-    """
-    reference = build_backbone_from_config(cfg.model, encoder.num_embeds)
-    reference.load_state_dict(backbone.state_dict())
-    synthesizer = Synthesizer(backbone, encoder, load_run_vocoder(cfg.sample, device), cfg.data.mel_type)
-    return Grpo(backbone, reference.to(device), synthesizer, Rewards(cfg.grpo.rewards, cfg.eval, device), cfg.grpo)
+    network = flow_network(cfg, encoder, acc, make_grpo)
+    return GrpoObjective(network, acc, flow_evaluation(cfg, encoder, acc, log_dir, network))
 
 
 def load_prompts(path: str, synthesizer: Synthesizer, speed: float = 1.0) -> list[Piece]:

@@ -1,13 +1,15 @@
 """The flow network that `flow`, `distill` and `grpo` all train, and what those objectives share.
 
 `flow_network` builds the backbone set up in the documented order (`f5lite.train.setup`), its EMA on rank 0 and its
-optimizer; each objective wraps the backbone in its own loss module. `FlowFamily` is the objective behaviour they
-share: the loss module's gradient and the evaluation of the weights (validation, prompts, samples). Each objective's
-own module (`flow`, `distill`, `grpo`) builds on these, so that none of them reaches into another's.
+optimizer; each objective wraps the backbone in its own loss module. `flow_evaluation` binds what is measured of the
+weights (validation, prompts, samples: `f5lite.train.evaluation.Evaluator`). `FlowFamily` is the objective behaviour
+they share: the loss module's gradient and that evaluation. Each objective's own module (`flow`, `distill`, `grpo`)
+builds on these, so that none of them reaches into another's.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable
@@ -20,11 +22,12 @@ from torch import Tensor, nn
 
 from f5lite.config import TrainConfig
 from f5lite.data.collate import Batch
+from f5lite.models.duration import DurationPredictor
 from f5lite.storage.lora import LoraSettings
 from f5lite.storage.names import MODEL_GROUP, OPTIMIZER_GROUP
 from f5lite.text import TextEncoder
 from f5lite.train.evaluation import Evaluator
-from f5lite.train.objective import Evaluation, Network, TensorGroups
+from f5lite.train.objective import Evaluation, MakeEvaluation, Network, TensorGroups
 from f5lite.train.setup import build_model, make_optimizer
 
 log = logging.getLogger(__name__)
@@ -48,7 +51,7 @@ def flow_network(
     setup = build_model(cfg, encoder.num_embeds, encoder.vocab, acc.device, with_ema=acc.is_main_process)
     if acc.is_main_process and setup.grown:
         log.info("text embedding grew by %d rows for tokens the pretrained vocab lacks", setup.grown)
-    optimizer = make_optimizer(cfg, setup.backbone, acc.device)
+    optimizer = make_optimizer(cfg.optim, setup.backbone, acc.device)
     lora = None if setup.trainable is None else LoraSettings.from_config(cfg.finetune.lora).scaling
     return Network(
         weights=setup.backbone,
@@ -63,21 +66,42 @@ def flow_network(
     )
 
 
+def flow_evaluation(
+    cfg: TrainConfig,
+    encoder: TextEncoder,
+    acc: Accelerator,
+    log_dir: Path,
+    network: Network,
+    duration: DurationPredictor | None = None,
+) -> MakeEvaluation:
+    """What a flow-model objective measures while training, bound here and made when the loop asks (rank 0).
+
+    Args:
+        cfg: the run's config (its `eval`, `sample`, `logger`, `data`, `ckpt` and `model`).
+        encoder: the run's text encoder.
+        acc: the run's accelerator (its device and autocast).
+        log_dir: where `eval.jsonl` goes (`RUN_DIR/logs`).
+        network: the flow network being trained.
+        duration: the duration predictor trained alongside, if any.
+    """
+    return functools.partial(Evaluator, cfg, encoder, acc.device, acc.autocast, log_dir, network, duration)
+
+
 class FlowFamily:
     """What the objectives that train a flow network share: its loss module's gradient, the evaluation of its weights.
 
     Args:
-        cfg: the run's config (what the evaluation measures).
         network: the backbone and its loss module.
         acc: the run's accelerator.
+        evaluation: what is measured while training (`flow_evaluation`).
     """
 
     loss_name = "loss"
 
-    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
-        self.cfg = cfg
+    def __init__(self, network: Network, acc: Accelerator, evaluation: MakeEvaluation) -> None:
         self.network = network
         self.acc = acc
+        self._evaluation = evaluation
 
     def backward(self, model: nn.Module, batch: Batch, generator: torch.Generator, count: int) -> Tensor:
         """See `Objective.backward`: the loss module called as the flow objective is."""
@@ -99,6 +123,6 @@ class FlowFamily:
         """Nothing beyond the loss."""
         return {}
 
-    def evaluation(self, encoder: TextEncoder, log_dir: Path) -> Evaluation:
-        """Validation, prompts and samples of the EMA weights."""
-        return Evaluator(self.cfg, encoder, self.acc.device, self.acc.autocast, log_dir, self.network)
+    def evaluation(self) -> Evaluation:
+        """Validation, prompts and samples of the EMA weights (and the predictor's errors alongside)."""
+        return self._evaluation()

@@ -15,7 +15,8 @@ What differs between the ways f5lite trains is behind `Objective`, one module ea
 Each module gives a `Prepare`, the one call that hands it the run's config (final: `perf.precision` resolved): it
 reads what the objective needs before anything is built (a teacher, a policy), and returns the config as the
 objective needs it, whether its batches carry audio, and how to build the objective once the data and the
-accelerator exist. From there the loop asks the objective, never the config, for what differs.
+accelerator exist; the builder hands on only the sections each part reads, and the objective keeps none of the
+config. From there the loop asks the objective, never the config, for what differs.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ class Objective(Protocol):
         """Numbers of the updates since the last call for the run's log (rewards, the predictor's loss), then forget."""
         ...
 
-    def evaluation(self, encoder: TextEncoder, log_dir: Path) -> Evaluation:
+    def evaluation(self) -> Evaluation:
         """What this objective measures while training; built on rank 0 before the first update.
 
         Raises:
@@ -137,16 +138,23 @@ class Objective(Protocol):
         ...
 
 
+MakeEvaluation = Callable[[], Evaluation]
+"""Builds an objective's `Evaluation` when the loop asks for it (rank 0); its builder bound what it measures."""
+
+
 class Builder(Protocol):
     """Builds an objective once the data and the accelerator exist; its `Prepare` gave it the run's config."""
 
-    def __call__(self, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None) -> Objective:
+    def __call__(
+        self, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None, log_dir: Path
+    ) -> Objective:
         """The objective, its network built (weights seeded by `seed`, `init.weights` loaded).
 
         Args:
             encoder: the data's text encoder.
             acc: the run's accelerator (its device, process index and `backward`).
             reduce: the mean across ranks, or None in one process.
+            log_dir: where its evaluation writes (`RUN_DIR/logs`).
 
         Raises:
             ValueError: a setting or an input that cannot work (one line).

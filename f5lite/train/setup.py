@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from f5lite.config import TrainConfig
+from f5lite.config import OptimConfig, TrainConfig
 from f5lite.models import (
     apply_ac,
     apply_compile,
@@ -79,7 +79,7 @@ def build_model(
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank and in every launch
     # A distillation's student wraps the backbone before the weights are in: a second stage starts from a student.
     backbone = run_backbone(cfg, build_backbone_from_config(cfg.model, num_embeds))
-    grown = init_from_pretrained(cfg, backbone, vocab) if cfg.init.weights else 0
+    grown = init_from_pretrained(cfg.init, cfg.model, cfg.seed, backbone, vocab) if cfg.init.weights else 0
     trainable = None
     if cfg.finetune.lora.rank:
         # Only the adapters (and a grown text table, whose new rows must learn) train, are averaged and saved.
@@ -111,13 +111,19 @@ def build_model(
     return ModelSetup(backbone, ema, trainable, grown)
 
 
-def make_optimizer(cfg: TrainConfig, backbone: nn.Module, device: torch.device) -> torch.optim.Optimizer:
-    """Step 9: fused AdamW over the trainable parameters; the learning rate is a device tensor set every update."""
+def make_optimizer(optim: OptimConfig, backbone: nn.Module, device: torch.device) -> torch.optim.Optimizer:
+    """Step 9: fused AdamW over the trainable parameters; the learning rate is a device tensor set every update.
+
+    Args:
+        optim: the run's `optim` section.
+        backbone: the network set up by `build_model`.
+        device: where it trains.
+    """
     return torch.optim.AdamW(
         [p for p in backbone.parameters() if p.requires_grad],
-        lr=torch.tensor(cfg.optim.lr, device=device),
-        betas=(cfg.optim.betas[0], cfg.optim.betas[1]),
-        weight_decay=cfg.optim.weight_decay,
-        eps=cfg.optim.eps,
+        lr=torch.tensor(optim.lr, device=device),
+        betas=(optim.betas[0], optim.betas[1]),
+        weight_decay=optim.weight_decay,
+        eps=optim.eps,
         fused=True,
     )

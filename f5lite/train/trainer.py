@@ -33,7 +33,7 @@ from accelerate import Accelerator
 from accelerate.utils import DistributedDataParallelKwargs
 from tqdm import tqdm
 
-from f5lite.config import PerfConfig, TrainConfig
+from f5lite.config import PerfConfig, TrainConfig, config_to_yaml
 from f5lite.config.ckpt import PROMPT_PREFIX
 from f5lite.config.perf import PRECISION_AUTO
 from f5lite.data.collate import Batch
@@ -137,8 +137,10 @@ class Trainer:
         cfg = prepared.cfg
         if choice is not None and self.acc.is_main_process:
             announce_precision(choice)
-        self.cfg = cfg
         check_distributed_type(self.acc.distributed_type)
+        # The sections the loop reads; the objective was handed the rest by its `Prepare`.
+        self.seed, self.run_name, self.optim, self.ckpt = cfg.seed, cfg.run_name, cfg.optim, cfg.ckpt
+        self.ev, self.perf, self.logger_settings, self.model_settings = cfg.eval, cfg.perf, cfg.logger, cfg.model
         self.device = self.acc.device
         self.rank = self.acc.process_index
         self.run_dir = Path(cfg.run_dir).resolve()
@@ -156,7 +158,8 @@ class Trainer:
             audio=prepared.reads_audio,
         )
         self._build = prepared.build
-        self.identity = identity_hash(cfg)
+        self._config_yaml = config_to_yaml(cfg)  # what the run directory records, and its identity
+        self.identity = identity_hash(self._config_yaml)
         self.vocab_hash = vocab_hash(self.data.encoder.vocab)
         self.lock = RunLock(self.run_dir)
         agree(self.main, self.lock.acquire)
@@ -166,11 +169,11 @@ class Trainer:
             self.lock.release()  # taken again by `fit`
 
     def _set_up(self) -> None:
-        cfg, vocab = self.cfg, self.data.encoder.vocab
-        changed = agree(self.main, lambda: check_run_dir(self.run_dir, cfg, vocab))
+        config, vocab = self._config_yaml, self.data.encoder.vocab
+        changed = agree(self.main, lambda: check_run_dir(self.run_dir, config, vocab))
         if changed and self.main:
             log.warning("resuming %s with changed settings: %s", self.run_dir, ", ".join(changed))
-        self.objective: Objective = self._build(self.data.encoder, self.acc, self._reduce())
+        self.objective: Objective = self._build(self.data.encoder, self.acc, self._reduce(), self.run_dir / LOGS)
         self.net = self.objective.network
         self.network, self.trainable, self.ema = self.net.weights, self.net.trainable, self.net.ema
         self.model, self.optimizer = self.acc.prepare(self.net.module, self.net.optimizer)
@@ -179,28 +182,29 @@ class Trainer:
         self.applied = torch.zeros((), dtype=torch.int64, device=self.device)
         self.bad_total = torch.zeros((), dtype=torch.int64, device=self.device)
         self.bad_streak = torch.zeros((), dtype=torch.int64, device=self.device)
+        ckpt = self.ckpt
         self.store = CheckpointStore(
             self.run_dir / CHECKPOINTS,
-            cfg.ckpt.keep_last,
-            cfg.ckpt.async_save,
+            ckpt.keep_last,
+            ckpt.async_save,
             self.main,
-            keep_best=cfg.ckpt.keep_best,
-            best_metric=cfg.ckpt.best_metric,
+            keep_best=ckpt.keep_best,
+            best_metric=ckpt.best_metric,
         )
         self._consumed = 0
         self._window_ok: list[torch.Tensor] = []
         self._streak_before_window = 0  # bad updates in a row at the start of the current logging window
-        self.best = BestTracker(cfg.ckpt.best_metric, cfg.eval.patience)
+        self.best = BestTracker(ckpt.best_metric, self.ev.patience)
         self._score: float | None = None  # `ckpt.best_metric` measured at the current update, if it was
         self.finished = False  # stopped early: a relaunch has nothing left to train
         self.evaluator: Evaluation | None = None
         agree(self.main, self._make_evaluator)
         self._resume()
         if self.main:  # everything that could refuse this launch has passed: now the run directory may change
-            write_run_files(self.run_dir, cfg, vocab)
+            write_run_files(self.run_dir, config, vocab)
             self.store.tidy()
             log.info("attention: %s", self._sdpa_kernel())  # once, and only for a launch that goes ahead
-            if self.cfg.perf.pack:
+            if self.perf.pack:
                 log.info("attention: %s", describe_packing(self.device, self._attention_dtype()))
         self.acc.wait_for_everyone()
 
@@ -212,7 +216,7 @@ class Trainer:
 
     def _make_evaluator(self) -> None:
         """Rank 0: load what the objective measures while training (failing here, before training)."""
-        self.evaluator = self.objective.evaluation(self.data.encoder, self.run_dir / LOGS)
+        self.evaluator = self.objective.evaluation()
 
     # ------------------------------------------------------------------------------------------ checkpoints
 
@@ -318,9 +322,9 @@ class Trainer:
 
     def _sdpa_kernel(self) -> str:
         """Which attention kernel the training step's attention runs, for the start-up log line."""
-        model = self.cfg.model
+        model = self.model_settings
         return describe_sdpa(
-            self.cfg.perf.sdpa_backend,
+            self.perf.sdpa_backend,
             self.device,
             self._attention_dtype(),
             model.heads,
@@ -330,10 +334,10 @@ class Trainer:
 
     def _attention_dtype(self) -> torch.dtype:
         """The dtype attention sees: the autocast dtype under mixed precision."""
-        return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.cfg.perf.precision, torch.float32)
+        return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.perf.precision, torch.float32)
 
     def _attention(self) -> contextlib.AbstractContextManager[None]:
-        return sdpa_backend(self.cfg.perf.sdpa_backend)
+        return sdpa_backend(self.perf.sdpa_backend)
 
     def train_update(self, batches: list[Batch]) -> torch.Tensor:
         """One optimizer update over `grad_accum` micro-batches: `forward_backward`, then `optimizer_step`.
@@ -362,7 +366,7 @@ class Trainer:
         """
         total = torch.zeros((), device=self.device)
         for micro, batch in enumerate(batches):
-            generator = seed_step(self.cfg.seed, self.update, self.rank, micro, self.device)
+            generator = seed_step(self.seed, self.update, self.rank, micro, self.device)
             batch = batch.to(self.device, non_blocking=True)
             last = micro == len(batches) - 1
             sync = contextlib.nullcontext() if last else self.acc.no_sync(self.model)
@@ -379,11 +383,10 @@ class Trainer:
         Returns:
             0-d bool device tensor: whether the update was applied.
         """
-        cfg = self.cfg
         grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), self.net.max_grad_norm)
         loss_finite = torch.isfinite(loss)
         finite = loss_finite & torch.isfinite(torch.as_tensor(grad_norm, device=self.device))
-        factor = lr_factor(self.applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
+        factor = lr_factor(self.applied, self.optim.warmup_updates, self.optim.max_updates)
         for group in self.optimizer.param_groups:
             group["lr"] = (self.net.peak_lr * factor).to(self.device)
         if self.acc.scaler is None:
@@ -412,7 +415,7 @@ class Trainer:
             for batch in self.data.loader:
                 self._consumed += 1
                 group.append(batch)
-                if len(group) == self.cfg.optim.grad_accum:
+                if len(group) == self.optim.grad_accum:
                     yield group
                     group = []
             sampler.set_epoch(sampler.epoch + 1)
@@ -433,24 +436,26 @@ class Trainer:
             BadUpdatesError: `optim.max_bad_updates` updates in a row were skipped.
             ValueError: the run directory is in use by another launch.
         """
-        cfg = self.cfg
+        optim, ckpt = self.optim, self.ckpt
         agree(self.main, self.lock.acquire)
         stop = StopRequest()
         stop.install()
         logger: MetricLogger = MetricLogger()
         if self.main:
-            logger = make_logger(cfg.logger.backend, self.run_dir / LOGS, cfg.logger.project, cfg.run_name, {})
-        bar = tqdm(total=cfg.optim.max_updates, initial=self.update, disable=not self.main, desc=cfg.run_name)
+            logger = make_logger(
+                self.logger_settings.backend, self.run_dir / LOGS, self.logger_settings.project, self.run_name, {}
+            )
+        bar = tqdm(total=optim.max_updates, initial=self.update, disable=not self.main, desc=self.run_name)
         window_loss = torch.zeros((), device=self.device)
         window_frames, window_start, window_paths = 0, time.perf_counter(), []
         # Alone, the flag costs nothing to read; across ranks it takes an all-reduce, so only every few updates.
-        check_every = cfg.ckpt.stop_check_every if distributed() else 1
+        check_every = ckpt.stop_check_every if distributed() else 1
         try:
             batches = self._micro_batches()
-            last = cfg.optim.max_updates if until is None else min(until, cfg.optim.max_updates)
+            last = optim.max_updates if until is None else min(until, optim.max_updates)
             if self.finished and self.main:
                 log.info(
-                    "%s stopped early at update %d (eval.patience): nothing left to train", cfg.run_name, self.update
+                    "%s stopped early at update %d (eval.patience): nothing left to train", self.run_name, self.update
                 )
             while self.update < last and not self.finished:
                 group = next(batches)
@@ -458,20 +463,20 @@ class Trainer:
                 window_frames += sum(int(b.mel_lengths.sum()) for b in group)
                 window_paths.append([p for b in group for p in b.paths])
                 bar.update(1)
-                if self.update % cfg.logger.every == 0 or self.update == cfg.optim.max_updates:
+                if self.update % self.logger_settings.every == 0 or self.update == optim.max_updates:
                     self._log(logger, bar, window_loss / len(window_paths), window_frames, window_start, window_paths)
                     window_loss = torch.zeros((), device=self.device)
                     window_frames, window_start, window_paths = 0, time.perf_counter(), []
                 self._evaluate(logger, group[0])
-                if self.update % cfg.ckpt.every == 0 or self.update == last or self.finished:
+                if self.update % ckpt.every == 0 or self.update == last or self.finished:
                     self.save()
                 if self.update % check_every == 0:
                     signum = any_rank(stop.signum or 0, self.device)
                     if signum:
                         self._stop(signum)
             self.store.wait()
-            if (self.update >= cfg.optim.max_updates or self.finished) and self.main:
-                export_run(self.run_dir, self.run_dir / EXPORT, dtype=cfg.ckpt.export_dtype)
+            if (self.update >= optim.max_updates or self.finished) and self.main:
+                export_run(self.run_dir, self.run_dir / EXPORT, dtype=ckpt.export_dtype)
         finally:
             close_launch(bar, stop, logger, self.data, self.store, self.lock)
 
@@ -482,21 +487,20 @@ class Trainer:
             TrainingStopped: always, once the checkpoint is written.
         """
         save = lambda budget: self.save(timeout=budget)  # noqa: E731
-        budget = self.cfg.ckpt.stop_timeout_s
+        budget = self.ckpt.stop_timeout_s
         stop_after_checkpoint(
             signum, main=self.main, update=self.update, save=save, store=self.store, lock=self.lock, budget=budget
         )
 
     def _evaluate(self, logger: MetricLogger, batch: Batch) -> None:
         """Evaluate when due (rank 0); track `ckpt.best_metric`; stop early after `eval.patience` (all ranks)."""
-        cfg = self.cfg
         self._score = None
         results = {}
         if self.evaluator is not None:
             results = self.evaluator.run(self.update, logger, batch)
-        metric = cfg.ckpt.best_metric
+        metric = self.ckpt.best_metric
         due = prompts_due if metric.startswith(PROMPT_PREFIX) else validation_due
-        if not due(cfg.eval, self.update) or not (cfg.ckpt.keep_best or cfg.eval.patience):
+        if not due(self.ev, self.update) or not (self.ckpt.keep_best or self.ev.patience):
             return
         stop = 0
         if self.main:
@@ -504,12 +508,12 @@ class Trainer:
             if self.best.observe(self._score, self.update):
                 log.info("update %d: new best %s=%.4g", self.update, metric, self._score)
             stop = int(self.best.should_stop())
-        if cfg.eval.patience and any_rank(stop, self.device):
+        if self.ev.patience and any_rank(stop, self.device):
             self.finished = True
             if self.main:
                 log.info(
                     "stopping early: %s has not improved for %d evaluations (best %.4g at update %s)",
-                    metric, cfg.eval.patience, self.best.value, self.best.update,
+                    metric, self.ev.patience, self.best.value, self.best.update,
                 )  # fmt: skip
 
     def _log(
@@ -537,8 +541,8 @@ class Trainer:
         metrics = {self.objective.loss_name: value, "lr": lr, "frames_per_s": rate, "skipped_updates": skipped}
         metrics.update(self.objective.window())
         logger.log(metrics, self.update)
-        if longest >= self.cfg.optim.max_bad_updates:
+        if longest >= self.optim.max_bad_updates:
             raise BadUpdatesError(
                 f"{longest} updates in a row had a non-finite loss or gradient (optim.max_bad_updates="
-                f"{self.cfg.optim.max_bad_updates}); the last checkpoint is intact, check the data and learning rate"
+                f"{self.optim.max_bad_updates}); the last checkpoint is intact, check the data and learning rate"
             )

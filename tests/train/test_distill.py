@@ -23,6 +23,7 @@ from f5lite.paths import demo_dir
 from f5lite.sampling import SamplerOptions, sample
 from f5lite.storage.model_sources import load_source
 from f5lite.storage.names import TEACHER_GROUP
+from f5lite.storage.rundir import load_run_config
 from f5lite.train import Trainer
 
 
@@ -58,7 +59,8 @@ def test_the_student_starts_as_the_teacher_and_learns_its_32_step_output(teacher
     trainer = Trainer(compose_config(student_overrides(teacher, tmp_path / "run", "optim.max_updates=40")))
     assert isinstance(trainer.network, StudentBackbone)
     loaded = load_source(teacher)
-    assert trainer.cfg.model == loaded.model and trainer.cfg.init.weights == str(teacher)
+    ran = load_run_config(trainer.run_dir)
+    assert ran.model == loaded.model and ran.init.weights == str(teacher)
     # At update 0 the student's velocity is the teacher's, whatever its step and guidance inputs.
     x = torch.randn(1, 50, 100)
     cond, text, time = torch.zeros(1, 50, 100), torch.randint(1, 20, (1, 10)), torch.tensor([0.3])

@@ -92,8 +92,7 @@ def test_the_second_checkpoint_reuses_the_first_ones_buffers_and_writes_the_same
 
 
 def test_ddp_keeps_gradients_in_its_buckets(tmp_path: Path) -> None:
-    trainer_cfg = make(tmp_path, "optim.max_updates=1").cfg
-    handler = make_accelerator(trainer_cfg.perf)[0].ddp_handler
+    handler = make_accelerator(make(tmp_path, "optim.max_updates=1").perf)[0].ddp_handler
     assert handler is not None and handler.gradient_as_bucket_view
 
 

@@ -30,6 +30,7 @@ from f5lite.paths import demo_dir
 from f5lite.sampling import SamplerOptions, solve
 from f5lite.sampling.sde import step_kl, step_log_prob, step_mean_std
 from f5lite.storage.model_sources import load_source
+from f5lite.storage.rundir import load_run_config
 from f5lite.train import Trainer, TrainingStopped
 from f5lite.train.grpo import Grpo, flow_terms, group_advantages, grpo_loss
 
@@ -148,7 +149,8 @@ def test_one_update_scores_a_group_per_prompt_and_moves_the_weights(policy: Path
                                         "grpo.rewards.wer=1.0", "grpo.rewards.sim=0.5"))  # fmt: skip
     trainer = Trainer(cfg)
     loaded = load_source(policy)
-    assert trainer.cfg.model == loaded.model and trainer.cfg.data.tokenizer == loaded.tokenizer
+    ran = load_run_config(trainer.run_dir)
+    assert ran.model == loaded.model and ran.data.tokenizer == loaded.tokenizer
     start = weights(trainer)
     grpo = trainer.objective.grpo
     assert grpo is not None and grpo.rewards.names == ["wer", "sim"]

@@ -106,7 +106,7 @@ def test_accumulation_averages_the_micro_batch_gradients(tmp_path: Path) -> None
     reference = make(tmp_path, "model.dropout=0", name="reference")  # same weights (same seed)
     per_micro, losses = [], []
     for micro, batch in enumerate(batches):
-        generator = seed_step(reference.cfg.seed, 0, 0, micro, reference.device)  # the draws the trainer makes
+        generator = seed_step(reference.seed, 0, 0, micro, reference.device)  # the draws the trainer makes
         reference.network.zero_grad(set_to_none=True)
         micro_loss = reference.model(batch.mel, batch.text_ids, batch.mel_lengths, generator=generator)
         micro_loss.backward()

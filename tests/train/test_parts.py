@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from f5lite.audio.images import mel_image
-from f5lite.config import compose_config
+from f5lite.config import compose_config, config_to_yaml
 from f5lite.storage.rundir import check_run_dir, identity_hash, write_run_files
 from f5lite.train.ema import EMA, ema_decay
 from f5lite.train.schedule import lr_factor
@@ -72,11 +72,12 @@ def test_step_seeds_differ_by_every_input() -> None:
 
 
 def test_run_dir_refuses_another_architecture(tmp_path: Path) -> None:
-    cfg = compose_config(["+recipe=debug_tiny"])
+    cfg = config_to_yaml(compose_config(["+recipe=debug_tiny"]))
     assert check_run_dir(tmp_path, cfg, None) == []
     write_run_files(tmp_path, cfg, None)
-    assert check_run_dir(tmp_path, compose_config(["+recipe=debug_tiny", "optim.lr=0.01"]), None) == ["optim.lr"]
-    other = compose_config(["+recipe=debug_tiny", "model.depth=3"])
+    lr = config_to_yaml(compose_config(["+recipe=debug_tiny", "optim.lr=0.01"]))
+    assert check_run_dir(tmp_path, lr, None) == ["optim.lr"] and identity_hash(lr) == identity_hash(cfg)
+    other = config_to_yaml(compose_config(["+recipe=debug_tiny", "model.depth=3"]))
     assert identity_hash(other) != identity_hash(cfg)
     with pytest.raises(ValueError, match="holds a run with other model.depth"):
         check_run_dir(tmp_path, other, None)

@@ -17,9 +17,10 @@ import torch
 from support.trainer_helpers import make, overrides
 
 import f5lite.models.hardware as hardware
-from f5lite.config import PerfConfig, compose_config
+import f5lite.train.trainer as trainer_module
+from f5lite.config import PerfConfig, TrainConfig, compose_config
 from f5lite.storage.rundir import load_run_config
-from f5lite.train.flow import FlowObjective
+from f5lite.train.objective import Prepared, prepare_objective
 from f5lite.train.precision import choose_precision
 from f5lite.train.trainer import announce_precision, make_accelerator
 
@@ -114,16 +115,29 @@ def test_explicit_bf16_on_an_emulating_cpu_warns_in_one_line(
     ("flags", "chosen", "dtype"), [("avx512_bf16", "bf16", torch.bfloat16), ("avx2", "no", torch.float32)]
 )
 def test_the_trainer_resolves_auto_once_logs_it_and_records_it(
-    fake_cpu: FakeCpu, tmp_path: Path, caplog: pytest.LogCaptureFixture, flags: str, chosen: str, dtype: torch.dtype
+    fake_cpu: FakeCpu,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    flags: str,
+    chosen: str,
+    dtype: torch.dtype,
 ) -> None:
     fake_cpu(flags)
+    prepared: list[str] = []  # the precision the objective's `Prepare` is handed
+
+    def spy(cfg: TrainConfig) -> Prepared:
+        prepared.append(cfg.perf.precision)
+        return prepare_objective(cfg)
+
+    monkeypatch.setattr(trainer_module, "prepare_objective", spy)
     with caplog.at_level(logging.INFO):
         trainer = make(tmp_path, "perf.precision=auto")
     (line,) = precision_lines(caplog)  # once
     assert line.levelno == logging.INFO and line.getMessage().startswith(f"perf.precision=auto -> {chosen}")
     assert trainer.acc.mixed_precision == chosen
-    assert trainer.cfg.perf.precision == chosen and trainer._attention_dtype() == dtype  # nothing reads `auto`
-    assert isinstance(trainer.objective, FlowObjective) and trainer.objective.cfg.perf.precision == chosen  # nor it
+    assert trainer.perf.precision == chosen and trainer._attention_dtype() == dtype  # nothing reads `auto`
+    assert prepared == [chosen]  # nor the objective
     assert load_run_config(tmp_path / "run").perf.precision == chosen  # the run directory says what ran
 
 

@@ -14,6 +14,7 @@ import f5lite.train.trainer as trainer_module
 from f5lite.infer.synthesizer import Synthesizer
 from f5lite.paths import demo_dir
 from f5lite.sampling import SamplerOptions
+from f5lite.storage.rundir import load_run_config
 from f5lite.train.loggers import MetricLogger
 
 pytest.importorskip("librosa", reason="the mel metric needs the eval extra")
@@ -56,7 +57,7 @@ def test_prompts_are_spoken_with_the_ema_weights_and_the_run_s_sampler(
     rows = (demo_dir() / "val" / "testset.txt").read_text().splitlines()[1:3]
     texts = [row.split("|")[3] for row in rows]
     assert [(c[0], c[2]) for c in calls] == [(texts[0], 0), (texts[1], 1)] * 2  # eval.seed + row, each time
-    assert all(c[1] == trainer.cfg.sample.sampler_options() and c[1].steps == 3 for c in calls)
+    assert all(c[1] == load_run_config(trainer.run_dir).sample.sampler_options() and c[1].steps == 3 for c in calls)
     ema = trainer.net.ema_weights()
     online = trainer.net.online_weights()
     held = calls[-1][3]

@@ -15,6 +15,7 @@ from f5lite.data.collate import Utterance
 from f5lite.models import build_backbone_from_config
 from f5lite.models.cfm import flow_errors, flow_loss
 from f5lite.paths import demo_dir
+from f5lite.storage.rundir import load_run_config
 from f5lite.text import TextEncoder, load_vocab
 from f5lite.train.validation import ValidationSet, bin_names, load_validation_set
 
@@ -128,7 +129,8 @@ def test_training_reports_the_validation_loss_below_the_untrained_models(tmp_pat
     trainer = make(tmp_path, "optim.max_updates=24", "eval.every=12", "eval.online=true", "optim.lr=3e-3")
     assert trainer.evaluator is not None and trainer.evaluator.validation is not None
     untrained = trainer.evaluator.validation.evaluate(
-        build_backbone_from_config(trainer.cfg.model, trainer.data.encoder.num_embeds).eval(), torch.device("cpu")
+        build_backbone_from_config(load_run_config(trainer.run_dir).model, trainer.data.encoder.num_embeds).eval(),
+        torch.device("cpu"),
     )
     trainer.fit()
     rows = [json.loads(line) for line in (tmp_path / "run" / "logs" / "eval.jsonl").read_text().splitlines()]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 from accelerate import Accelerator
@@ -19,7 +20,12 @@ from f5lite.config import TrainConfig
 from f5lite.data.collate import Batch
 from f5lite.models.duration import DurationPredictor, duration_loss
 from f5lite.text import TextEncoder
-from f5lite.train.duration.predictor import PredictorObjective, predictor_network, start_predictor
+from f5lite.train.duration.predictor import (
+    PredictorObjective,
+    predictor_evaluation,
+    predictor_network,
+    start_predictor,
+)
 from f5lite.train.objective import Prepared
 
 
@@ -47,12 +53,16 @@ class DurationObjective(PredictorObjective):
 
 
 def build_duration(
-    cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
+    cfg: TrainConfig,
+    encoder: TextEncoder,
+    acc: Accelerator,
+    reduce: Callable[[Tensor], Tensor] | None,
+    log_dir: Path,
 ) -> DurationObjective:
     """`objective=duration`'s objective (`prepare_duration` binds the config)."""
     predictor = start_predictor(cfg.duration, cfg.seed, encoder, acc.device)
     network = predictor_network(cfg.duration, cfg.optim, predictor, DurationLoss(predictor))
-    return DurationObjective(cfg, network, acc)
+    return DurationObjective(network, acc, predictor_evaluation(cfg.data, cfg.eval, predictor, encoder))
 
 
 def prepare_duration(cfg: TrainConfig) -> Prepared:

@@ -29,11 +29,13 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 from accelerate import Accelerator
 from torch import Tensor, nn
 
+from f5lite.audio import Vocoder
 from f5lite.audio.mel import samples_for_frames
 from f5lite.config import TrainConfig
 from f5lite.config.grpo import GrpoConfig
@@ -45,11 +47,16 @@ from f5lite.sampling import effective_durations
 from f5lite.sampling.sampler import initial_noise
 from f5lite.text import TextEncoder
 from f5lite.text.vocab import vocab_hash
-from f5lite.train.duration.predictor import PredictorObjective, predictor_network, start_predictor
+from f5lite.train.duration.predictor import (
+    PredictorObjective,
+    predictor_evaluation,
+    predictor_network,
+    start_predictor,
+)
 from f5lite.train.duration.training import load_start
 from f5lite.train.evaluation import load_run_vocoder
 from f5lite.train.grpo import group_advantages, grpo_loss, load_prompts
-from f5lite.train.objective import Network, Prepared
+from f5lite.train.objective import MakeEvaluation, Network, Prepared
 from f5lite.train.rewards import Rewards
 
 
@@ -197,27 +204,22 @@ class DurationGrpo(nn.Module):
         return self.rewards.window(window, "length_shift")
 
 
-def make_duration_grpo(
-    cfg: TrainConfig, predictor: DurationPredictor, reference: DurationPredictor, encoder: TextEncoder
-) -> DurationGrpo:
-    """The loss of an `objective=duration_grpo` run: the flow model that speaks, its vocoder, rewards and prompts.
+def load_speaker(weights: str, vocoder: Vocoder, encoder: TextEncoder, device: torch.device) -> Synthesizer:
+    """The flow model that speaks the rollouts (`init.weights`), frozen, in float32, with the run's vocoder.
 
     Args:
-        cfg: the run's config.
-        predictor: the run's predictor, `reference`'s weights loaded.
-        reference: the starting predictor (`f5lite.train.duration.training.load_start`), frozen, on the training device.
-        encoder: the run's text encoder (its data's vocab, which must be `init.weights`').
+        weights: `init.weights`.
+        vocoder: the run's vocoder (`sample.vocoder`).
+        encoder: the run's text encoder (its data's vocab, which must be the model's).
+        device: the training device.
 
     Raises:
-        ValueError: `init.weights`, the vocoder, a reward backend or the prompts cannot be used, or the model reads
-            other text ids than the data (one line).
+        ValueError: the model cannot be loaded, or it reads other text ids than the data (one line).
     """
-    assert cfg.init.weights is not None
-    device = next(predictor.parameters()).device
     try:
         synth = Synthesizer.from_pretrained(
-            cfg.init.weights,
-            load_run_vocoder(cfg.sample, device),
+            weights,
+            vocoder,
             device=device,
             dtype="fp32",
             compile=False,
@@ -229,24 +231,23 @@ def make_duration_grpo(
     synth.backbone.eval().requires_grad_(False)
     if synth.encoder.tokenizer != encoder.tokenizer or vocab_hash(synth.encoder.vocab) != vocab_hash(encoder.vocab):
         raise ValueError(
-            f"init.weights ({cfg.init.weights}) reads other text ids than data.dir: give the data and data.tokenizer "
+            f"init.weights ({weights}) reads other text ids than data.dir: give the data and data.tokenizer "
             "it was trained with"
         )
-    rewards = Rewards(cfg.grpo.rewards, cfg.eval, device)
-    return DurationGrpo(predictor, reference, encoder, synth, rewards, cfg.grpo, cfg.duration.spread)
+    return synth
 
 
 class DurationGrpoObjective(PredictorObjective):
     """`objective=duration_grpo` (module docstring): the training batches are not read, the prompts are.
 
     Args:
-        cfg: the run's config.
         network: the predictor, its loss module a `DurationGrpo`.
         acc: the run's accelerator.
+        evaluation: what is measured while training (`predictor_evaluation`).
     """
 
-    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
-        super().__init__(cfg, network, acc)
+    def __init__(self, network: Network, acc: Accelerator, evaluation: MakeEvaluation) -> None:
+        super().__init__(network, acc, evaluation)
         assert isinstance(network.module, DurationGrpo)
         self.grpo = network.module
 
@@ -262,17 +263,28 @@ class DurationGrpoObjective(PredictorObjective):
 
 
 def build_duration_grpo(
-    cfg: TrainConfig, encoder: TextEncoder, acc: Accelerator, reduce: Callable[[Tensor], Tensor] | None
+    cfg: TrainConfig,
+    encoder: TextEncoder,
+    acc: Accelerator,
+    reduce: Callable[[Tensor], Tensor] | None,
+    log_dir: Path,
 ) -> DurationGrpoObjective:
     """`objective=duration_grpo`'s objective (`prepare_duration_grpo` binds the config).
 
-    The predictor starts from `duration.init`, which the KL term holds.
+    The predictor starts from `duration.init`, which the KL term holds; the flow model that speaks is `init.weights`.
+
+    Raises:
+        ValueError: `duration.init`, `init.weights`, the vocoder, a reward backend or the prompts cannot be used (one
+            line).
     """
-    assert cfg.duration.init is not None  # `objective.NEEDS`
+    assert cfg.duration.init is not None and cfg.init.weights is not None  # `objective.NEEDS`
     reference = load_start(cfg.duration.init, encoder, acc.device)
     predictor = start_predictor(cfg.duration, cfg.seed, encoder, acc.device, start=reference)
-    module = make_duration_grpo(cfg, predictor, reference, encoder)
-    return DurationGrpoObjective(cfg, predictor_network(cfg.duration, cfg.optim, predictor, module), acc)
+    speaker = load_speaker(cfg.init.weights, load_run_vocoder(cfg.sample, acc.device), encoder, acc.device)
+    rewards = Rewards(cfg.grpo.rewards, cfg.eval, acc.device)
+    module = DurationGrpo(predictor, reference, encoder, speaker, rewards, cfg.grpo, cfg.duration.spread)
+    network = predictor_network(cfg.duration, cfg.optim, predictor, module)
+    return DurationGrpoObjective(network, acc, predictor_evaluation(cfg.data, cfg.eval, predictor, encoder))
 
 
 def prepare_duration_grpo(cfg: TrainConfig) -> Prepared:

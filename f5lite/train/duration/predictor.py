@@ -4,21 +4,21 @@
 gradient clipped at `MAX_GRAD_NORM`; its checkpoint groups `DURATION_TENSORS`, `DURATION_OPTIMIZER`, so the run's
 export holds the predictor alone). `start_predictor` makes a fresh one or takes `duration.init`'s weights.
 `PredictorObjective` counts the applied updates (the export's) and measures the held-out errors
-(`DurationValidation`).
+(`predictor_evaluation`: `DurationValidation`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate import Accelerator
 from torch import Tensor, nn
 
-from f5lite.config import DataConfig, OptimConfig, TrainConfig
+from f5lite.config import DataConfig, OptimConfig
 from f5lite.config.duration import DurationConfig
 from f5lite.config.evaluation import TrainEvalConfig
 from f5lite.data.collate import Batch
@@ -38,7 +38,7 @@ from f5lite.train.duration.training import (
 )
 from f5lite.train.evaluation import validation_due
 from f5lite.train.loggers import MetricLogger
-from f5lite.train.objective import Evaluation, Network, TensorGroups
+from f5lite.train.objective import Evaluation, MakeEvaluation, Network, TensorGroups
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,13 @@ def predictor_network(
         groups=(DURATION_TENSORS, DURATION_OPTIMIZER),
         mismatch=predictor_mismatch(duration, *CHECKPOINT_MISMATCH),
     )
+
+
+def predictor_evaluation(
+    data: DataConfig, ev: TrainEvalConfig, predictor: DurationPredictor, encoder: TextEncoder
+) -> MakeEvaluation:
+    """The predictor's held-out errors (`DurationValidation`), bound here and made when the loop asks (rank 0)."""
+    return functools.partial(DurationValidation, data, ev, predictor, encoder)
 
 
 class DurationValidation:
@@ -83,17 +90,17 @@ class PredictorObjective:
     """What the two predictor objectives share: the count of applied updates (the export's), no EMA, its errors.
 
     Args:
-        cfg: the run's config (what the evaluation measures).
         network: the predictor as the loop trains it.
         acc: the run's accelerator.
+        evaluation: what is measured while training (`predictor_evaluation`).
     """
 
     loss_name = "duration_loss"
 
-    def __init__(self, cfg: TrainConfig, network: Network, acc: Accelerator) -> None:
-        self.cfg = cfg
+    def __init__(self, network: Network, acc: Accelerator, evaluation: MakeEvaluation) -> None:
         self.network = network
         self.acc = acc
+        self._evaluation = evaluation
         self.applied = torch.zeros((), dtype=torch.int64, device=acc.device)
 
     def after_step(self, applied: Tensor) -> None:
@@ -112,11 +119,9 @@ class PredictorObjective:
         """Nothing beyond the loss."""
         return {}
 
-    def evaluation(self, encoder: TextEncoder, log_dir: Path) -> Evaluation:
-        """The held-out duration errors."""
-        weights = self.network.weights
-        assert isinstance(weights, DurationPredictor)
-        return DurationValidation(self.cfg.data, self.cfg.eval, weights, encoder)
+    def evaluation(self) -> Evaluation:
+        """The held-out duration errors (`DurationValidation`)."""
+        return self._evaluation()
 
 
 def start_predictor(
