@@ -64,8 +64,8 @@ def train(arms: Sequence[Arm], minutes: float, threads: int, work: Path,
         command = command_of(arm, arm_work)
         log = (work / f"{arm.name}.log").open("w", encoding="utf-8")
         arm.launched = time.time()
-        env = threads_env(threads)
-        procs.append((arm, subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)))
+        proc = subprocess.Popen(command, env=threads_env(threads), stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        procs.append((arm, proc))
         print(f"bench: {arm.name} launched ({threads} thread(s)): {' '.join(command)}", flush=True)  # noqa: T201
     deadline = time.time() + minutes * 60
     while time.time() < deadline and any(p.poll() is None for _, p in procs):

@@ -25,7 +25,6 @@ DITS: dict[str, dict[str, int]] = {
     "tiny": {"dim": 64, "depth": 2, "heads": 4, "dim_head": 16, "ff_mult": 2, "text_dim": 32, "conv_layers": 1},
 }
 """DiT constructor arguments by size."""
-MID_DIT: dict[str, Any] = DITS["mid"]
 
 SHAPES = ("bucket", "shuffled")
 FRAMES_PER_SECOND = 24_000 / 256

@@ -122,16 +122,6 @@ def write_results(
         plot(path.with_suffix(".png"))
 
 
-def pyplot() -> Any:
-    """The pyplot of matplotlib on the Agg backend (files only, no display)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _git_commit() -> str | None:
     """The short commit of the checkout holding f5lite, `+modified` when its files differ; None outside git."""
     if not (REPO / ".git").exists():

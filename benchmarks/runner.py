@@ -105,7 +105,7 @@ def run_child(
     *,
     result_dir: Path | None = None,
     timeout: float | None = None,
-    watch: Callable[[], Any] | None = None,
+    watch: Callable[[], Callable[[int], Mapping[str, Any]]] | None = None,
     poll_s: float = 0.2,
 ) -> Run:
     """Run one configuration in a fresh process and collect its JSON result (a failure does not raise here).
@@ -115,8 +115,8 @@ def run_child(
         round_: The round this run belongs to (names its result file).
         result_dir: Where `RESULT` files go (default: a temporary directory, removed afterwards).
         timeout: Seconds the child may run before it is killed and the run fails.
-        watch: Makes an object whose `poll(pid)` is called every `poll_s` seconds while the child runs, and whose
-            `summary()` (a dict) becomes `Run.watched`.
+        watch: Makes a function called with the child's pid every `poll_s` seconds while it runs (at least once);
+            the dict it returned last becomes `Run.watched`.
         poll_s: Seconds between polls.
     """
     with contextlib.ExitStack() as stack:
@@ -134,8 +134,8 @@ def run_child(
         out, err = (stack.enter_context(tempfile.TemporaryFile()) for _ in range(2))
         started = time.monotonic()
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
-        watcher, done = (watch() if watch else None), threading.Event()
-        poller = threading.Thread(target=_poll, args=(watcher, proc.pid, done, poll_s), daemon=True)
+        watcher, done, watched = (watch() if watch else None), threading.Event(), dict[str, Any]()
+        poller = threading.Thread(target=_poll, args=(watcher, proc.pid, done, poll_s, watched), daemon=True)
         if watcher is not None:
             poller.start()
         timed_out = False
@@ -158,7 +158,7 @@ def run_child(
         elif error is None:
             result, error = _read_result(result_path if to_file else None, stdout)
         return Run(config.name, round_, proc.pid, None if timed_out else proc.returncode, started, wall, load,
-                   result, error, stdout, stderr, watcher.summary() if watcher else {})  # fmt: skip
+                   result, error, stdout, stderr, watched)  # fmt: skip
 
 
 def run_interleaved(
@@ -174,22 +174,19 @@ def run_interleaved(
     """Every configuration (names distinct) in its own process, once per round, in turn (see `schedule`); the runs.
 
     `check` raises `ChildFailedError` at the first failed run (else failed runs are returned too); `work_dir` keeps
-    the `RESULT` files; `on_run` sees each run as soon as it ends (what it raises stops the rest); `child` holds
-    `timeout`, `watch` and `poll_s` of `run_child`.
+    the `RESULT` files (default: a temporary directory per run); `on_run` sees each run as soon as it ends (what it
+    raises stops the rest); `child` holds `timeout`, `watch` and `poll_s` of `run_child`.
     """
-    by_name = {c.name: c for c in configs}
-    runs: list[Run] = []
-    with contextlib.ExitStack() as stack:
-        if work_dir is None:
-            work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="f5lite_bench_")))
+    by_name, runs = {c.name: c for c in configs}, list[Run]()
+    if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
-        for r, name in schedule([c.name for c in configs], rounds, alternate=alternate):
-            run = run_child(by_name[name], r, result_dir=work_dir, **child)
-            if check and not run.ok:
-                raise ChildFailedError(run)
-            runs.append(run)
-            if on_run is not None:
-                on_run(run)
+    for r, name in schedule([c.name for c in configs], rounds, alternate=alternate):
+        run = run_child(by_name[name], r, result_dir=work_dir, **child)
+        if check and not run.ok:
+            raise ChildFailedError(run)
+        runs.append(run)
+        if on_run is not None:
+            on_run(run)
     return runs
 
 
@@ -204,6 +201,17 @@ def median_record(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, A
 def threads_env(threads: int) -> dict[str, str]:
     """The environment of a child limited to `threads` threads (torch and the BLAS libraries read these)."""
     return dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse `type` for one integer of at least `minimum` (e.g. `--rounds 3`)."""
+
+    def parse(text: str) -> int:
+        if not re.fullmatch(r"-?\d+", text.strip()) or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= {minimum}")
+        return int(text)
+
+    return parse
 
 
 def int_list(minimum: int) -> Callable[[str], list[int]]:
@@ -236,21 +244,14 @@ def peak_rss(pid: int | str = "self") -> int | None:
     return None if kb is None else kb * 1024
 
 
-def children(pid: int | str = "self") -> list[int]:
-    """The live child processes of a process, in pid order."""
-    found: set[int] = set()
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as listing:
-                found.update(int(p) for p in listing.read().split())
-    return sorted(found)
-
-
 def forked_children() -> list[int]:
-    """This process's children forked from it (DataLoader workers; not a spawned helper process)."""
-    own = Path("/proc/self/cmdline").read_bytes()
+    """This process's live children forked from it (DataLoader workers; not a spawned helper process), in pid order."""
+    own, found = Path("/proc/self/cmdline").read_bytes(), set()
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError):
+            found.update(int(p) for p in Path(f"/proc/self/task/{task}/children").read_text().split())
     forked = []
-    for pid in children():
+    for pid in sorted(found):
         with contextlib.suppress(OSError):
             if Path(f"/proc/{pid}/cmdline").read_bytes() == own:
                 forked.append(pid)
@@ -303,10 +304,11 @@ def _text(file: IO[bytes]) -> str:
     return file.read().decode("utf-8", errors="replace")
 
 
-def _poll(watcher: Any, pid: int, done: threading.Event, poll_s: float) -> None:
-    while not done.is_set():
-        watcher.poll(pid)
-        done.wait(poll_s)
+def _poll(poll: Callable[[int], Mapping[str, Any]], pid: int, done: threading.Event, poll_s: float, into: dict) -> None:
+    while True:  # at least once, however short the run
+        into.update(poll(pid))
+        if done.wait(poll_s):
+            return
 
 
 def _exit_error(returncode: int, stderr: str) -> str | None:

@@ -385,43 +385,37 @@ def _pair(text: str) -> tuple[float, float]:
     return a, b
 
 
-def _count(text: str) -> int:
-    if (value := int(text)) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a count >= 1")
-    return value
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options; the loader's unset sizes come from the profile (`--quick` or the full dit_base one)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add = parser.add_argument
+    add, count = parser.add_argument, runner.at_least(1)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--scale", type=_count, nargs="?", const=2_000_000, metavar="N", help="start-up on N cuts")
+    mode.add_argument("--scale", type=count, nargs="?", const=2_000_000, metavar="N", help="start-up on N cuts")
     mode.add_argument("--batching", action="store_true", help="real frames per batch and padding of the samplers")
     add("--workers", type=runner.int_list(0), help="loader workers (default 0,1,2; --scale: 2)")
-    add("--frames-per-gpu", type=_count, help="frame budget of a batch (default 38400, dit_base's; quick 4000)")
-    add("--max-samples", type=_count, help="utterances per batch at most (default 64; quick 8)")
+    add("--frames-per-gpu", type=count, help="frame budget of a batch (default 38400, dit_base's; quick 4000)")
+    add("--max-samples", type=count, help="utterances per batch at most (default 64; quick 8)")
     add("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results", help="where the results go")
     add("--name", help="the results' file name (default data_cpu, scale_cpu or batching)")
     add("--note", default="", help="free text for the results table")
     add("--kinds", type=lambda t: t.split(","), default=list(KINDS), help=f"loader inputs (default {','.join(KINDS)})")
     add("--quick", action="store_true", help="loader: a small budget, few batches, one round: seconds")
-    add("--batches", type=_count, help="loader: timed batches (default 60; quick 3)")
-    add("--warmup", type=int, help="loader: untimed batches first (default 6; quick 1)")
-    add("--rounds", type=_count, help="loader: runs of every configuration, interleaved (default 3; quick 1)")
-    add("--clips", type=_count, help="loader: demo clips used, at most 200 (default 200; quick 24)")
-    add("--copies", type=_count, help="loader: times the clips are repeated (default: enough for the batches)")
-    add("--audio-rate", type=_count, help="loader: Hz of the audio files (default 22050; quick 24000, the demo's)")
-    add("--shard-size", type=_count, default=1000, help="loader: cuts per Shar shard (default 1000)")
-    add("--baseline", type=_count, default=1000, help="scale: cuts of the small CutSet (default 1,000)")
-    add("--updates", type=_count, default=3, help="scale: optim.max_updates (default 3)")
+    add("--batches", type=count, help="loader: timed batches (default 60; quick 3)")
+    add("--warmup", type=runner.at_least(0), help="loader: untimed batches first (default 6; quick 1)")
+    add("--rounds", type=count, help="loader: runs of every configuration, interleaved (default 3; quick 1)")
+    add("--clips", type=count, help="loader: demo clips used, at most 200 (default 200; quick 24)")
+    add("--copies", type=count, help="loader: times the clips are repeated (default: enough for the batches)")
+    add("--audio-rate", type=count, help="loader: Hz of the audio files (default 22050; quick 24000, the demo's)")
+    add("--shard-size", type=count, default=1000, help="loader: cuts per Shar shard (default 1000)")
+    add("--baseline", type=count, default=1000, help="scale: cuts of the small CutSet (default 1,000)")
+    add("--updates", type=count, default=3, help="scale: optim.max_updates (default 3)")
     add("--timeout", type=float, default=900, help="scale: seconds one training run may take")
     add("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "f5lite_scale_data", help="scale: CutSets kept")
     lengths = parser.add_mutually_exclusive_group()
     lengths.add_argument("--lognormal", type=_pair, default=(8.0, 0.5), help="batching: MEDIAN_S,SIGMA (default 8,0.5)")
     lengths.add_argument("--data", help="batching: the lengths of a prepared dataset (anything data.dir takes)")
     add("--clip", type=_pair, default=(3.0, 30.0), metavar="LOW,HIGH", help="batching: seconds (default 3,30)")
-    add("--count", type=_count, default=20000, help="batching: log-normal lengths drawn (default 20000)")
+    add("--count", type=count, default=20000, help="batching: log-normal lengths drawn (default 20000)")
     add("--seed", type=int, default=0, help="batching: seed of the lengths and of the samplers (default 0)")
     add("--window", type=int, help="batching: f5lite's data.window (default: the schema's)")
     add("--fill-efficiency", type=float, help="batching: f5lite's data.fill_efficiency (default: the schema's)")
@@ -434,9 +428,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.workers = args.workers or ([2] if args.scale else [0, 1, 2])
     for key, value in PROFILES["quick" if args.quick else "full"].items():
         setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
-    if set(args.kinds) - set(KINDS) or args.warmup < 0 or args.clips > 200 or args.scale and len(args.workers) > 1:
-        parser.error(f"--kinds from {','.join(KINDS)}, --warmup >= 0, --clips at most 200 (the demo's), --scale with "
-                     "one --workers count")  # fmt: skip
+    if set(args.kinds) - set(KINDS) or args.clips > 200 or args.scale and len(args.workers) > 1:
+        parser.error(f"--kinds from {','.join(KINDS)}, --clips at most 200 (the demo's), --scale with one --workers")
     if not 0 < args.clip[0] <= args.clip[1] or args.lognormal[0] <= 0 or args.lognormal[1] < 0:
         parser.error("--clip needs 0 < LOW <= HIGH; --lognormal needs MEDIAN_S > 0 and SIGMA >= 0")
     need = ((args.warmup + args.batches) * _MARGIN + _BUCKETS) * args.max_samples  # cuts that surely make the batches
@@ -457,9 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     fields, title, body = {"loader": loader, "scale": scale, "batching": batching}[args.mode](args)
     result = {"machine": results.flat_header(results.run_header(["f5-tts", "lhotse"])), **fields, "note": args.note}
     lines = [f"# {title}", "", f"Machine: {results.describe(result['machine'])}.", "", *body, "", args.note]
-    results.write_results(
-        args.out_dir / f"{args.name}.json", result, "\n".join(lines[: None if args.note else -2]) + "\n"
-    )
+    page = "\n".join(lines[: None if args.note else -2]) + "\n"
+    results.write_results(args.out_dir / f"{args.name}.json", result, page)
     return 0
 
 

@@ -88,16 +88,13 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, object]:
 
     `runs` are in the order they ran: round after round, each round every variant of `VARIANTS` in order.
     """
-    per: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    paired = []
+    n = len(VARIANTS)
+    chunks = [runs[i : i + n] for i in range(0, len(runs), n)]  # one per round
+    rounds = [{r["variant"]: r["s_per_update"] for r in chunk if "error" not in r} for chunk in chunks]
+    per = {v: [ok[v] for ok in rounds if v in ok] for v in VARIANTS}
+    paired = [ok[VARIANTS[1]] / ok[VARIANTS[0]] for ok in rounds if len(ok) == n]
     own = [r for r in runs if "predictor_s_per_update" in r and "error" not in r]
     shares = [r["predictor_s_per_update"] / r["s_per_update"] for r in own]
-    for start in range(0, len(runs), len(VARIANTS)):
-        ok = {r["variant"]: r["s_per_update"] for r in runs[start : start + len(VARIANTS)] if "error" not in r}
-        for variant, value in ok.items():
-            per[variant].append(value)
-        if len(ok) == len(VARIANTS):
-            paired.append(ok[VARIANTS[1]] / ok[VARIANTS[0]])
     medians = {v: statistics.median(vals) if vals else None for v, vals in per.items()}
     base, other = (medians[v] for v in VARIANTS)
     ratio = other / base if base is not None and other is not None else None
@@ -138,20 +135,18 @@ def table(result: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options (unknown `key=value` words are config overrides for both variants)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add = parser.add_argument
+    add, count = parser.add_argument, runner.at_least(1)
     add("--recipe", default="demo", help="recipe both variants train (default demo)")
-    add("--repeats", type=int, default=3, help="rounds; each runs every variant once, in turn (default 3)")
-    add("--updates", type=int, default=20, help="timed updates per run (default 20)")
-    add("--warmup", type=int, default=3, help="untimed updates first (default 3)")
-    add("--threads", type=int, default=None, help="torch CPU threads (default torch's)")
+    add("--repeats", type=count, default=3, help="rounds; each runs every variant once, in turn (default 3)")
+    add("--updates", type=count, default=20, help="timed updates per run (default 20)")
+    add("--warmup", type=runner.at_least(0), default=3, help="untimed updates first (default 3)")
+    add("--threads", type=count, default=None, help="torch CPU threads (default torch's)")
     add("--timeout", type=float, default=900, help="seconds one run may take (default 900)")
     add("--out", type=Path, default=Path(__file__).resolve().parents[1] / "build" / "bench" / "duration.json",
         help="the JSON result (default build/bench/duration.json)")  # fmt: skip
     add("--note", default="", help="free text kept in the result")
     add("overrides", nargs="*", help="config overrides for both variants, e.g. data.frames_per_gpu=4000")
     args = parser.parse_args(argv)
-    if min(args.repeats, args.updates) < 1 or args.warmup < 0 or (args.threads is not None and args.threads < 1):
-        parser.error("--repeats and --updates must be at least 1, --warmup at least 0, --threads at least 1")
     if any(o.split("=", 1)[0].lstrip("+~").split(".")[0] in ("duration", "run_dir") for o in args.overrides):
         parser.error("the overrides may not set duration or run_dir: the benchmark sets them")
     return args

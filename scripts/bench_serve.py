@@ -92,19 +92,6 @@ def one_request(url: str, voice: str, text: str, key: str | None, pcm: list[byte
     return {"status": status, "latency": time.perf_counter() - started, "first": first, "audio_s": size / 48_000}
 
 
-def load(url: str, voice: str, clients: int, seconds: float, key: str | None, records: list[dict[str, Any]]) -> None:
-    """`clients` threads sending requests one after the other for `seconds`, each recorded as it ends."""
-    stop = time.monotonic() + seconds
-
-    def client(index: int) -> None:
-        while time.monotonic() < stop:
-            records.append(one_request(url, voice, TEXTS[index % len(TEXTS)], key))  # list.append is atomic
-            index += 1
-
-    with ThreadPoolExecutor(max_workers=clients) as pool:
-        list(pool.map(client, range(clients)))
-
-
 def summary(records: list[dict[str, Any]], wall: float) -> dict[str, Any]:
     """Requests, errors, rates, p50/p95 latency and time to first audio, RTF of the successful requests."""
     ok = [r for r in records if r["status"] == 200]
@@ -121,7 +108,7 @@ def summary(records: list[dict[str, Any]], wall: float) -> dict[str, Any]:
 
 
 def measure(url: str, pid: int | None, args: argparse.Namespace) -> dict[str, Any]:
-    """Warm the server, load it for `--seconds`, sample its memory; its row."""
+    """Warm the server, load it with `--clients` threads for `--seconds`, sample its memory; its row."""
     one_request(url, args.voice, TEXTS[0], args.api_key)  # warm (allocations at this length)
     rss_before = rss_mb(pid)
     calls, pieces = metric(url, "f5lite_batch_size_count"), metric(url, "f5lite_batch_size_sum")
@@ -133,9 +120,15 @@ def measure(url: str, pid: int | None, args: argparse.Namespace) -> dict[str, An
         while not done.wait(args.rss_every):
             samples.append((len(records), rss_mb(pid)))
 
+    def client(index: int) -> None:  # one of `--clients` threads, one request after the other until `stop`
+        while time.monotonic() < stop:
+            records.append(one_request(url, args.voice, TEXTS[index % len(TEXTS)], args.api_key))  # an atomic append
+            index += 1
+
     threading.Thread(target=watch, daemon=True).start()
-    started = time.perf_counter()
-    load(url, args.voice, args.clients, args.seconds, args.api_key, records)
+    started, stop = time.perf_counter(), time.monotonic() + args.seconds
+    with ThreadPoolExecutor(max_workers=args.clients) as pool:
+        list(pool.map(client, range(args.clients)))
     wall = time.perf_counter() - started
     done.set()
     return {**summary(records, wall), "wall_s": round(wall, 1),

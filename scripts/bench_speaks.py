@@ -117,16 +117,6 @@ def pick(items: Sequence[Any], count: int) -> list[Any]:
     return [items[i] for i in sorted({round(i * (len(items) - 1) / (count - 1)) for i in range(count)})]
 
 
-def eval_command(arm: Arm, step: int, path: Path, work: Path, limit: int) -> tuple[list[str], Path]:
-    """The f5lite-eval command that scores one checkpoint (an f5lite one through its export)."""
-    corpus, out = Path(arm.corpus), work / "eval" / f"{arm.name}-{step:08d}"
-    if ARMS[arm.name][0] == "f5tts":
-        model = [f"model={path}", f"recipe={arm.recipe}", f"vocab={corpus / 'vocab.txt'}"]
-    else:
-        model = [f"model={bench_arms.export(arm.run_dir, step, work / 'exports' / f'{arm.name}-{step:08d}')}"]
-    return [tool("f5lite-eval"), *model, *eval_keys(corpus, out, limit), "floor_vocoder=none"], out
-
-
 def cloning_means(summary: dict[str, Any]) -> tuple[float | None, float | None]:
     """Calibrated similarity and top-1 of the held-out voices' outputs (else all rows'; Nones without cloning)."""
     if not (cloning := summary.get("cloning")):
@@ -145,7 +135,13 @@ def score(arms: Sequence[Arm], work: Path, limit: int, points: int, jobs: int) -
 
     def one(task: tuple[Arm, dict[str, Any], Path]) -> None:
         arm, point, path = task
-        summary = evaluate(*eval_command(arm, point["update"], path, work, limit))
+        corpus, slug = Path(arm.corpus), f"{arm.name}-{point['update']:08d}"
+        if ARMS[arm.name][0] == "f5tts":
+            model = [f"model={path}", f"recipe={arm.recipe}", f"vocab={corpus / 'vocab.txt'}"]
+        else:  # an f5lite checkpoint through its export
+            model = [f"model={bench_arms.export(arm.run_dir, point['update'], work / 'exports' / slug)}"]
+        out = work / "eval" / slug
+        summary = evaluate([tool("f5lite-eval"), *model, *eval_keys(corpus, out, limit), "floor_vocoder=none"], out)
         point.update({k: summary["means"].get(k) for k in ("wer", "sim", "mos")})
         point["sim_calibrated"], point["top1"] = cloning_means(summary)
         print(f"bench_speaks: {arm.name} update {point['update']} ({point['minutes']} min): WER {point['wer']}")
@@ -167,7 +163,11 @@ def floors(corpus: Path, work: Path, limit: int) -> dict[str, Any]:
 
 def plot(result: dict[str, Any], path: Path) -> None:
     """Draw the curves: WER against minutes and updates, SIM and MOS against minutes, the floors as level lines."""
-    plt = results.pyplot()
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     panels = [(axes[0][0], "held-out WER", "minutes", "wer"), (axes[0][1], "held-out WER", "updates", "wer"),
               (axes[1][0], "SIM", "minutes", "sim"), (axes[1][1], "MOS (DNSMOS)", "minutes", "mos")]  # fmt: skip

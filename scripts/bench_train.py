@@ -98,7 +98,7 @@ def labels(text: str) -> list[str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options; words of the form `key=value` are f5lite config overrides."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add = parser.add_argument
+    add, count = parser.add_argument, runner.at_least(1)
     add("overrides", nargs="*", help="f5lite config overrides, e.g. perf.compile=true")
     add("--config", type=lambda t: labels(t)[0], default="f5lite", help="the one configuration run in this process")
     add("--configs", type=labels, default=[], help="labels and sets, comma-separated: each in its own process")
@@ -107,22 +107,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--mel-lengths", type=runner.int_list(1), default=[300, 340, 370, 400])
     add("--text-lengths", type=runner.int_list(1), default=[72, 80, 85, 90])
     add("--lengths-from", choices=SHAPES, help="draw a speech-like batch: a length-sorted bucket or a shuffled batch")
-    add("--frames", type=int, help="with --lengths-from: the padded frame budget (default: sum of --mel-lengths)")
-    add("--steps", type=int, default=5, help="timed steps per run")
-    add("--warmup", type=int, default=2, help="untimed steps first (compilation happens here)")
-    add("--rounds", type=int, default=1, help="--configs: runs of each, interleaved (the median kept)")
+    add("--frames", type=count, help="with --lengths-from: the padded frame budget (default: sum of --mel-lengths)")
+    add("--steps", type=count, default=5, help="timed steps per run")
+    add("--warmup", type=runner.at_least(0), default=2, help="untimed steps first (compilation happens here)")
+    add("--rounds", type=count, default=1, help="--configs: runs of each, interleaved (the median kept)")
     add("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
-    add("--threads", type=int, help="torch CPU threads")
+    add("--threads", type=count, help="torch CPU threads")
     add("--clock", choices=("wall", "cpu"), default="wall", help="time by the wall clock or this process's CPU time")
-    add("--profile", type=int, default=0, metavar="N", help="profile one more step; report the top N operators")
+    add("--profile", type=runner.at_least(0), default=0, metavar="N", help="profile one more step: the top N operators")
     # F5-TTS draws its condition dropout from Python's unseeded `random`: only without it do the losses compare.
     add("--no-drop", action="store_true", help="train without condition dropout on both sides")
     add("--out-dir", type=Path, default=Path(__file__).resolve().parent / "results", help="where results go")
     args = parser.parse_args(argv)
     if len(args.mel_lengths) != len(args.text_lengths) or (args.frames is not None and not args.lengths_from):
         parser.error("--mel-lengths and --text-lengths need as many items; --frames needs --lengths-from")
-    if min(args.rounds, args.steps, args.frames or 1) < 1 or min(args.warmup, args.profile) < 0:
-        parser.error("--rounds, --steps and --frames need at least 1, --warmup and --profile at least 0")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device here")
     if args.lengths_from:  # the children get the drawn lengths spelled out

@@ -103,11 +103,10 @@ def main() -> None:
             for workers in args.workers:
                 rows.append(time_run(source, asr, workers, Path(scratch_dir)))
                 print(rows[-1], flush=True)
-    for row in rows:
-        row["speed"] = round(audio_s / row["wall_s"], 1)
     document = {**results.run_header(["silero-vad", "pocketsphinx"]),
                 "input": str(args.input) if args.input else f"made of the demo clips, seed {args.seed}",
-                "files": len(recordings), "audio_hours": round(audio_s / 3600, 4), "rows": rows}  # fmt: skip
+                "files": len(recordings), "audio_hours": round(audio_s / 3600, 4),
+                "rows": [{**row, "speed": round(audio_s / row["wall_s"], 1)} for row in rows]}  # fmt: skip
     page = markdown(document)
     print(page)
     results.write_results(args.out_dir / f"{args.name}.json", document, page)

@@ -13,6 +13,7 @@ the tree polled every 0.2 s). Results are written after every run. Method and ca
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,28 +86,21 @@ def run_f5lite_child(spec: dict[str, Any], events: f5tts.Events) -> int:
     return cli.main(f5lite_overrides(spec))
 
 
-class TreeMemory:
-    """Polled while a run's process lives: the VmHWM of every process of its tree, and the largest sum of VmRSS."""
+def tree_memory() -> Callable[[int], dict[str, Any]]:
+    """A poll of a run's process tree: `peaks` (each process's VmHWM in KiB) and `tree_rss_kb` (the largest sum of
+    their VmRSS) so far."""
+    import psutil  # a dependency of accelerate
 
-    def __init__(self) -> None:
-        self.peaks: dict[int, int] = {}
-        self.tree_rss_kb = 0
+    seen: dict[str, Any] = {"peaks": {}, "tree_rss_kb": 0}
 
-    def poll(self, pid: int) -> None:
-        """Read the memory of `pid` and its descendants."""
-        import psutil  # a dependency of accelerate
-
-        try:
+    def poll(pid: int) -> dict[str, Any]:
+        with contextlib.suppress(psutil.Error):
             pids = [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
-        except psutil.Error:
-            return
-        self.tree_rss_kb = max(self.tree_rss_kb, sum(runner.status_kb(p, "VmRSS") or 0 for p in pids))
-        for p in pids:
-            self.peaks[p] = max(self.peaks.get(p, 0), runner.status_kb(p, "VmHWM") or 0)
+            seen["tree_rss_kb"] = max(seen["tree_rss_kb"], sum(runner.status_kb(p, "VmRSS") or 0 for p in pids))
+            seen["peaks"] |= {p: max(seen["peaks"].get(p, 0), runner.status_kb(p, "VmHWM") or 0) for p in pids}
+        return seen
 
-    def summary(self) -> dict[str, Any]:
-        """`peaks` (pid to VmHWM in KiB) and `tree_rss_kb`."""
-        return {"peaks": self.peaks, "tree_rss_kb": self.tree_rss_kb}
+    return poll
 
 
 def summarize(run: dict[str, Any], events: dict[str, Any], skip: int) -> dict[str, Any]:
@@ -198,21 +192,21 @@ def markdown(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line of the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add = parser.add_argument
-    add("--rounds", type=int, default=2, help="interleaved rounds (default 2); medians reported")
+    add, count = parser.add_argument, runner.at_least(1)
+    add("--rounds", type=count, default=2, help="interleaved rounds (default 2); medians reported")
     add("--sides", default="f5tts,f5lite", help="comma-separated: f5tts, f5lite (default both)")
-    add("--model", choices=sorted(MODELS), default="mid", help="DiT size (default mid: MID_DIT)")
-    add("--updates", type=int, default=20, help="optimizer updates; with F5-TTS rounded up to whole epochs")
-    add("--frames", type=int, default=2400, help="mel frames per batch (default 2400)")
+    add("--model", choices=sorted(MODELS), default="mid", help="DiT size (default mid)")
+    add("--updates", type=count, default=20, help="optimizer updates; with F5-TTS rounded up to whole epochs")
+    add("--frames", type=count, default=2400, help="mel frames per batch (default 2400)")
     add("--max-samples", type=int, default=64, help="most utterances per batch (default 64)")
-    add("--ckpt-every", type=int, default=8, help="checkpoint interval in updates (default 8)")
+    add("--ckpt-every", type=count, default=8, help="checkpoint interval in updates (default 8)")
     add("--precision", choices=("no", "bf16"), default="bf16", help="accelerate mixed precision")
     add("--lr", type=float, default=7.5e-5)
     add("--warmup", type=int, default=5, help="warm-up updates (default 5)")
     add("--ema-decay", type=float, default=0.9999)
     add("--ema-update-every", type=int, default=10)
     add("--ema-update-after", type=int, default=10, help="default 10 (both trainers' default is 100: copies only)")
-    add("--workers", type=int, default=1, help="DataLoader workers, at least 1 (F5-TTS needs one)")
+    add("--workers", type=count, default=1, help="DataLoader workers, at least 1 (F5-TTS needs one)")
     add("--skip", type=int, default=3, help="updates before the steady part (default 3)")
     add("--seed", type=int, default=f5tts.F5TTS_SEED)
     add("--f5lite-extra", action="append", default=[], help="another f5lite override (repeatable)")
@@ -229,9 +223,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.sides = [s.strip() for s in args.sides.split(",") if s.strip()]
     if not args.sides or any(s not in SIDES for s in args.sides):
         parser.error(f"--sides takes a comma-separated subset of {', '.join(SIDES)}")
-    for name in ("rounds", "updates", "frames", "ckpt_every", "workers"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if "f5tts" in args.sides and args.child is None and (why := f5tts.missing("datasets")):
         parser.error(f"F5-TTS is not importable ({why}); install it beside f5lite, see benchmarks/f5tts.py")
     return args
@@ -311,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         # Sides alternate which goes first, so a drift in the machine's speed hits both alike.
-        runner.run_interleaved(configs, args.rounds, alternate=True, work_dir=work, watch=TreeMemory, poll_s=0.2,
+        runner.run_interleaved(configs, args.rounds, alternate=True, work_dir=work, watch=tree_memory, poll_s=0.2,
                                on_run=done)  # fmt: skip
     except runner.ChildFailedError as err:
         sys.stderr.write(f"end of {log(err.run)}:\n{(err.run.stdout + err.run.stderr)[-3000:]}\n{err}\n")

@@ -115,10 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     suite("--defaults", action="store_true", help="F5-TTS at its defaults (32 steps) against f5lite's paths")
     suite("--fewstep", action="store_true", help="F5-TTS at its defaults against a distilled student at 4 steps")
     suite("--rtf", action="store_true", help="f5lite's four step settings alone, with the vocoder")
-    add("--rounds", type=int, default=3)
-    add("--reps", type=int, default=1, help="timed calls per process (default 1)")
-    add("--threads", type=int, default=2)
-    add("--batches", default="1,8", help="comma-separated batch sizes (default 1,8)")
+    add("--rounds", type=runner.at_least(1), default=3)
+    add("--reps", type=runner.at_least(1), default=1, help="timed calls per process (default 1)")
+    add("--threads", type=runner.at_least(1), default=2)
+    add("--batches", type=runner.int_list(1), default=[1, 8], help="comma-separated batch sizes (default 1,8)")
     add("--seconds", type=float, default=3.0, help="longest generated audio (default 3)")
     add("--ref-seconds", type=float, default=2.0, help="reference audio (default 2)")
     add("--model", choices=tuple(DITS), default="mid", help="the DiT's size (benchmarks/models.py; default mid)")
@@ -139,13 +139,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        batches = runner.int_list(1)(args.batches)
-    except argparse.ArgumentTypeError as err:
-        parser.error(f"--batches: {err}")
-    for flag, value in (("--rounds", args.rounds), ("--reps", args.reps), ("--threads", args.threads)):
-        if value < 1:
-            parser.error(f"{flag} must be at least 1, got {value}")
     if not args.seconds > 0 or not args.ref_seconds >= 0:
         parser.error(f"--seconds must be > 0 and --ref-seconds >= 0, got {args.seconds} and {args.ref_seconds}")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -154,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     if f5tts and importlib.util.find_spec("f5_tts") is None:
         parser.error("F5-TTS is not importable (No module named 'f5_tts'); see benchmarks/f5tts.py")
     args.suite = "fewstep" if args.fewstep else "defaults" if args.defaults else "rtf" if args.rtf else None
-    configs = suite_configs(args.suite, f5tts=f5tts, compiled=args.compiled, dtype=args.dtype)
+    configs, batches = suite_configs(args.suite, f5tts=f5tts, compiled=args.compiled, dtype=args.dtype), args.batches
     records: dict[int, dict[str, list[dict[str, Any]]]] = {b: {c.name: [] for c in configs} for b in batches}
     with tempfile.TemporaryDirectory() as tmp:
         pairs = {f"batch {b}: {c.name}": (b, c) for b in batches for c in configs}

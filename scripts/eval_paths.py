@@ -165,17 +165,16 @@ def fewstep(args: argparse.Namespace, settings: Sequence[tuple[str, int]]) -> di
             seconds[name].append(time.perf_counter() - start)
         for name, mel in mels.items():
             distances[name].append(float((mel - mels[names[0]])[:, ref_mel.shape[1] :].abs().mean()))
-    measured = {}
+    measured, evals = {}, {}
     for name, (model, steps) in zip(names, settings, strict=True):
         measured[name] = {"mel_l1_to_teacher_32": round(statistics.mean(distances[name]), 4)}
         measured[name]["median_sampling_s"] = round(statistics.median(seconds[name]), 4)
         measured[name]["backbone_calls"] = steps * (2 if model == "teacher" else 1)
-    evals = {}
-    for name, (model, steps) in zip(names, settings, strict=True) if args.eval else ():
-        slug = name.replace(" ", "_")
-        overrides = [f"model={models[model]}", f"testset={args.testset}", "sample.vocoder=griffin_lim"]
-        means = run_eval([*overrides, f"sample.steps={steps}", "device=cpu", "dtype=fp32"], args.out / slug)["means"]
-        evals[name] = {k: round(float(v), 4) for k, v in means.items() if isinstance(v, (int, float))}
+        if args.eval:
+            overrides = [f"model={models[model]}", f"testset={args.testset}", "sample.vocoder=griffin_lim"]
+            overrides += [f"sample.steps={steps}", "device=cpu", "dtype=fp32"]
+            means = run_eval(overrides, args.out / name.replace(" ", "_"))["means"]
+            evals[name] = {k: round(float(v), 4) for k, v in means.items() if isinstance(v, (int, float))}
     l1 = {name: measured[name]["mel_l1_to_teacher_32"] for name in ("student 4 steps", "teacher 4 steps")}
     return {
         "teacher": str(args.model), "student": str(args.student), "testset": str(args.testset),

@@ -589,8 +589,8 @@ MUTANTS = (
         "SBS3",
         "the benchmarks' runner goes on past a failed child (check=True ignored)",
         RUNNER,
-        "            if check and not run.ok:",
-        "            if False:",
+        "        if check and not run.ok:",
+        "        if False:",
         (f"{RUNNER_TESTS}::test_a_failing_child_is_one_line_naming_its_configuration",),
     ),
     Mutant(

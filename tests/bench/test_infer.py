@@ -124,8 +124,8 @@ def test_make_bench_sampling_runs_without_f5tts(tmp_path: Path) -> None:
     [
         (["--batches", "1,x"], "--batches: '1,x' is not a comma-separated list of integers"),
         (["--batches", "0,8"], "--batches: '0,8' needs integers >= 1"),
-        (["--reps", "0"], "--reps must be at least 1, got 0"),
-        (["--rounds", "0"], "--rounds must be at least 1, got 0"),
+        (["--reps", "0"], "argument --reps: '0' is not an integer >= 1"),
+        (["--rounds", "1.5"], "argument --rounds: '1.5' is not an integer >= 1"),
         (["--seconds", "0"], "--seconds must be > 0"),
         (["--ref-seconds", "nan"], "--ref-seconds >= 0"),
         (["--dtype", "fp8"], "argument --dtype: invalid choice"),

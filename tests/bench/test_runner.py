@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import datetime
 import json
+import multiprocessing
 import os
 import platform
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -138,20 +141,23 @@ def test_environment_and_launch_time() -> None:
     assert run.load_before >= 0
 
 
-class PidWatch:
-    def __init__(self) -> None:
-        self.pids: list[int] = []
+def pid_watch() -> Callable[[int], dict[str, object]]:
+    pids: list[int] = []
 
-    def poll(self, pid: int) -> None:
-        self.pids.append(pid)
+    def poll(pid: int) -> dict[str, object]:
+        pids.append(pid)
+        return {"pids": list(pids)}
 
-    def summary(self) -> dict[str, object]:
-        return {"pids": self.pids}
+    return poll
 
 
 def test_watch_polls_the_running_child() -> None:
-    run = sbs.run_child(Config("slow", child("import time; time.sleep(0.4); print('{}')")), watch=PidWatch, poll_s=0.05)
+    run = sbs.run_child(
+        Config("slow", child("import time; time.sleep(0.4); print('{}')")), watch=pid_watch, poll_s=0.05
+    )
     assert run.ok and len(run.watched["pids"]) >= 3 and set(run.watched["pids"]) == {run.pid}
+    quick = sbs.run_child(Config("quick", child("print('{}')")), watch=pid_watch, poll_s=5)
+    assert quick.ok and quick.watched == {"pids": [quick.pid]}  # polled once however short the run
 
 
 def test_header_records_machine_versions_and_date() -> None:
@@ -217,5 +223,20 @@ def test_child_spec_round_trip() -> None:
 def test_proc_readings() -> None:
     assert sbs.peak_rss() > 0 and sbs.peak_rss(os.getpid()) > 0
     assert sbs.peak_rss(2**22 + 12345) is None  # no such process
-    assert os.getpid() not in sbs.children() and sbs.cpu_seconds() > 0
+    assert sbs.cpu_seconds() > 0 and sbs.cpu_seconds(2**22 + 12345) is None
     assert sbs.status_kb("self", "VmRSS") > 0 and sbs.status_kb("self", "NoSuchKey") is None
+
+
+def test_forked_children_are_the_forked_workers_not_a_spawned_helper() -> None:
+    forked = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+    forked.start()
+    spawned = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        found = sbs.forked_children()
+        assert forked.pid in found and spawned.pid not in found and os.getpid() not in found
+    finally:
+        forked.kill()
+        spawned.kill()
+        forked.join()
+        spawned.wait()
+    assert forked.pid not in sbs.forked_children()

@@ -96,7 +96,7 @@ def test_bench_gpu_sampling_is_its_own_target() -> None:
     defaults, fewstep = (parser.parse_args(args) for args in commands["compare_f5tts_sampling"])
     assert defaults.defaults and fewstep.fewstep  # F5-TTS's defaults against f5lite's paths, then the 4-step student
     for sampling in (defaults, fewstep):
-        assert sampling.device == "cpu" and sampling.batches == "1,8"
+        assert sampling.device == "cpu" and sampling.batches == [1, 8]
         assert sampling.out_dir == Path("scripts/results")
 
 
