@@ -158,11 +158,6 @@ def parallel(fn: Callable[[Any], Any], tasks: Iterable[Any], jobs: int) -> list[
         return list(pool.map(fn, tasks))
 
 
-def header(*packages: str) -> dict[str, Any]:
-    """The results' `header` (`results.run_header`) and the CPU's vector extensions."""
-    return {"header": results.run_header(packages), "cpu_flags": results.cpu_flags()}
-
-
 def write(args: argparse.Namespace, name: str, result: dict[str, Any], page: str | None, plot: Any = None) -> None:
     """Write `NAME_TAG.json` (with `page`: `.md`; with `plot`: its `.png`) into `--out-dir`, else `--work`."""
     stem = (args.out_dir or args.work) / f"{name}_{args.tag}"

@@ -2,7 +2,7 @@
 
 Numbers compare only with the machine, software and date they were measured on: `run_header` records the CPU, cores,
 GPU, OS, the versions of Python, torch, f5lite (its git commit in a checkout) and of the packages a benchmark names,
-and the UTC date. `write_results` refuses a document, or a row of a list, without one (nested, or flat: `flat_header`).
+and the UTC date. `write_results` refuses a document, or a row of a list, without one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-_FLAT_MACHINE, _FLAGS = ("cpu", "cores", "gpu", "os"), ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 _DISPLAY = {"python": "Python", "f5-tts": "F5-TTS", "f5lite_git": "f5lite git"}
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,35 +59,32 @@ def versions(packages: Sequence[str] = ()) -> dict[str, str | None]:
 
 
 def run_header(packages: Sequence[str] = ()) -> dict[str, Any]:
-    """Where and when results are taken: `{"date", "machine": {"cpu", "logical_cores", "gpu", "os"}, "versions"}`.
+    """Where and when results are taken: `{"date", "machine", "versions"}`, every result's first keys.
 
-    `date` is ISO 8601 in UTC, `gpu` the CUDA device's name or None, `versions` is `versions(packages)`.
+    `date` is ISO 8601 in UTC; `machine` holds `cpu`, `flags` (its vector extensions: `cpu_flags`), `logical_cores`,
+    `gpu` (the CUDA device's name, or None) and `os`; `versions` is `versions(packages)`.
     """
     import torch
 
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu": cpu_model(), "logical_cores": os.cpu_count() or 0, "gpu": gpu, "os": platform.platform()},
+        "machine": {
+            "cpu": cpu_model(),
+            "flags": cpu_flags(),
+            "logical_cores": os.cpu_count() or 0,
+            "gpu": gpu,
+            "os": platform.platform(),
+        },
         "versions": versions(packages),
     }
 
 
-def flat_header(header: Mapping[str, Any]) -> dict[str, Any]:
-    """A `run_header` in one level (cpu, cores, gpu, os, versions, date), as results under `machine` hold it."""
-    machine = header["machine"]
-    return {"cpu": machine["cpu"], "cores": machine["logical_cores"], "gpu": machine["gpu"], "os": machine["os"],
-            **header["versions"], "date": header["date"]}  # fmt: skip
-
-
 def describe(header: Mapping[str, Any]) -> str:
-    """A header (nested, or a document that starts with one, or flat) as one sentence: machine; versions; date."""
-    if "versions" in header:
-        machine, found, cores = header["machine"], header["versions"], header["machine"]["logical_cores"]
-    else:
-        machine, cores = header, header["cores"]
-        found = {k: v for k, v in header.items() if k not in (*_FLAT_MACHINE, "date")}
-    where = f"{machine['cpu']}, {cores} logical cores" + (f", {machine['gpu']}" if machine.get("gpu") else "")
+    """A `run_header` (or a document that starts with one) as one sentence: machine; versions; date."""
+    machine, found = header["machine"], header["versions"]
+    flags, gpu = ", ".join(machine["flags"]) or "no AVX2", f", {machine['gpu']}" if machine["gpu"] else ""
+    where = f"{machine['cpu']} ({flags}), {machine['logical_cores']} logical cores{gpu}"
     names = ", ".join(f"{_DISPLAY.get(name, name)} {value}" for name, value in found.items() if value is not None)
     return f"{where}; {names}; {header['date']}"
 
@@ -136,11 +133,9 @@ def _git_commit() -> str | None:
 
 
 def _missing_header(row: Mapping[str, Any]) -> list[str]:
-    """What of a run header a results object lacks: nested, flat, or nested under `header`."""
-    row = row.get("header", row)
-    machine = row.get("machine")
-    if not isinstance(machine, Mapping):
+    """What of a run header a results object lacks."""
+    machine, found = row.get("machine"), row.get("versions")
+    if not isinstance(machine, Mapping) or not isinstance(found, Mapping):
         return ["machine", "versions", "date"]
-    found, date = row.get("versions", machine), row.get("date", machine.get("date"))
     checks = {"CPU": "cpu" in machine, "torch version": "torch" in found, "f5lite version": "f5lite" in found}
-    return [what for what, ok in {**checks, "date": bool(date)}.items() if not ok]
+    return [what for what, ok in {**checks, "date": bool(row.get("date"))}.items() if not ok]

@@ -448,8 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     # Measured first: `--f5tts PATH` puts F5-TTS on the path, where the header finds its version.
     fields, title, body = {"loader": loader, "scale": scale, "batching": batching}[args.mode](args)
-    result = {"machine": results.flat_header(results.run_header(["f5-tts", "lhotse"])), **fields, "note": args.note}
-    lines = [f"# {title}", "", f"Machine: {results.describe(result['machine'])}.", "", *body, "", args.note]
+    result = {**results.run_header(["f5-tts", "lhotse"]), **fields, "note": args.note}
+    lines = [f"# {title}", "", f"Machine: {results.describe(result)}.", "", *body, "", args.note]
     page = "\n".join(lines[: None if args.note else -2]) + "\n"
     results.write_results(args.out_dir / f"{args.name}.json", result, page)
     return 0

@@ -170,11 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     done = runner.run_interleaved(configs, args.repeats, check=False, timeout=args.timeout, on_run=show)
     runs = [run.record(variant=run.config) for run in done]
     settings |= {"variants": [f"duration={v}" for v in VARIANTS], "repeats": args.repeats}
-    result = {"machine": results.flat_header(results.run_header()), "settings": settings, "summary": summarize(runs),
-              "runs": runs, "note": args.note}  # fmt: skip
+    result = {**results.run_header(), "settings": settings, "summary": summarize(runs), "runs": runs, "note": args.note}
     results.write_results(args.out, result)
     print(table(result))
-    print(f"machine: {results.describe(result['machine'])}; written to {args.out}")
+    print(f"machine: {results.describe(result)}; written to {args.out}")
     return 0 if result["summary"]["ratio"] is not None else 1
 
 

@@ -185,8 +185,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
                 ax.axhline(value, color="gray", linestyle=style, label=f"{label} ({value:.3f})")
     axes[0][0].set_ylim(bottom=0)
     axes[0][0].legend(fontsize=8)
-    machine = result["header"]["machine"]
-    fig.suptitle(f"From scratch on {machine['logical_cores']} cores of {machine['cpu']}, {result['header']['date'][:10]}"
+    machine = result["machine"]
+    fig.suptitle(f"From scratch on {machine['logical_cores']} cores of {machine['cpu']}, {result['date'][:10]}"
                  f" ({result['threads']} thread(s) per arm)", fontsize=10)  # fmt: skip
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -199,9 +199,9 @@ def _fmt(value: float | None) -> str:
 
 def intro(result: dict[str, Any], name: str, what: str) -> list[str]:
     """A page's title and its machine, threads and `what`."""
-    header, flags = result["header"], ", ".join(result["cpu_flags"])
-    cores = f"{header['machine']['logical_cores']} logical cores, {result['threads']} thread(s) per arm"
-    return [f"# {name}: {header['date']}", "", f"{header['machine']['cpu']} ({flags}), {cores}; {what}", ""]
+    machine, flags = result["machine"], ", ".join(result["machine"]["flags"])
+    cores = f"{machine['logical_cores']} logical cores, {result['threads']} thread(s) per arm"
+    return [f"# {name}: {result['date']}", "", f"{machine['cpu']} ({flags}), {cores}; {what}", ""]
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -449,7 +449,7 @@ def curve(args: argparse.Namespace) -> int:
     threads = bench_arms.launch(arms, args, None if args.runs else arm_command)
     score(arms, args.work, args.limit, args.points, args.jobs)
     result = {
-        **bench_arms.header("f5-tts"), "minutes": None if args.runs else args.minutes, "threads": threads,
+        **results.run_header(["f5-tts"]), "minutes": None if args.runs else args.minutes, "threads": threads,
         "limit": args.limit, "floors": floors(Path(arms[0].corpus), args.work, args.limit),
         "arms": {arm.name: asdict(arm) for arm in arms},
     }  # fmt: skip
@@ -463,7 +463,7 @@ def reward(args: argparse.Namespace) -> int:
         raise SystemExit(f"bench_speaks.py: --start {args.start} is not an f5lite export (no config.json)")
     if args.spread:
         try:
-            result = {**bench_arms.header(), **spread(args)}
+            result = {**results.run_header(), **spread(args)}
         except ValueError as err:  # a bad --corpus or --set: one line, as the trainer words it
             raise SystemExit(f"bench_speaks.py: {err}") from None
         print(json.dumps(result, indent=2))
@@ -482,7 +482,7 @@ def reward(args: argparse.Namespace) -> int:
     threads = bench_arms.launch(arms, args, train)
     scores = score_seeds(model_keys(arms, args.start, args.duration, args.work), args)
     result = {
-        **bench_arms.header(), "minutes": args.minutes, "threads": threads,
+        **results.run_header(), "minutes": args.minutes, "threads": threads,
         "limit": args.limit, "seeds": args.seeds, "start": str(args.start), "lr": args.lr,
         "duration": str(args.duration) if args.duration else None,
         "arms": {arm.name: {"overrides": arm.overrides, "returncode": arm.returncode, "error": arm.error} for arm in arms},

@@ -41,6 +41,7 @@ from f5lite.storage.tree import flatten
 from f5lite.train.precision import choose_precision
 from f5lite.train.schedule import lr_factor
 from f5lite.train.setup import build_model, make_optimizer
+from f5lite.train.trainer import optimizer_update
 
 PRESETS = {name: [f"model.{k}={v}" for k, v in dims.items()] for name, dims in DITS.items()} | {"base": []}
 """f5lite's model size over the recipe (`base`: the recipe's own); F5-TTS's DiT takes `DITS[preset]`."""
@@ -169,7 +170,7 @@ def f5lite_step(args: argparse.Namespace, batch: tuple[torch.Tensor, ...], clock
         backbone.load_state_dict(shared_weights(DITS[args.preset]))
         ema.copy_from(backbone)
     cfm = CFM(backbone, **(NO_DROP if args.no_drop else {}))
-    model, optimizer = accelerator.prepare(cfm, make_optimizer(cfg, backbone, device))
+    model, optimizer = accelerator.prepare(cfm, make_optimizer(cfg.optim, backbone, device))
     applied = torch.zeros((), dtype=torch.long, device=device)
 
     def step(i: int) -> float:
@@ -178,16 +179,11 @@ def f5lite_step(args: argparse.Namespace, batch: tuple[torch.Tensor, ...], clock
             loss = model(*batch, generator=torch.Generator(device=device).manual_seed(i))
         with clock("backward"):
             accelerator.backward(loss)
-        with clock("optimizer"):
-            grad_norm = accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
-            finite = torch.isfinite(loss) & torch.isfinite(torch.as_tensor(grad_norm))
+        with clock("optimizer"):  # the trainer's own update
             factor = lr_factor(applied, cfg.optim.warmup_updates, cfg.optim.max_updates)
-            for group in optimizer.param_groups:
-                group["lr"] = (cfg.optim.lr * factor).to(device)
-            optimizer.optimizer.found_inf = (~finite).float()
-            optimizer.optimizer.grad_scale = None
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            _, finite = optimizer_update(
+                accelerator, model, optimizer, loss, cfg.optim.max_grad_norm, cfg.optim.lr * factor
+            )
             applied = applied + finite.long()
         with clock("ema"):
             ema.update(backbone, finite)
@@ -364,7 +360,7 @@ def markdown(doc: dict[str, Any]) -> str:
         cells += [f"{r['saved_for_backward_bytes'] / 1e6:.0f}", f"{r.get('saved_bytes_ratio', 1):.2f}"]
         rows.append([label + stall, *cells, ", ".join(f"{t:.3f}" for t in r["step_s_rounds"])])
     head = ["configuration", "step (s)", "frames/s", "speed-up", "MFU", "peak memory (GB)", "saved for backward (MB)"]
-    lines = [f"# Training step ({s['gpu'] or s['device']})", "", f"Machine: {results.describe(doc['machine'])}."]
+    lines = [f"# Training step ({s['gpu'] or s['device']})", "", f"Machine: {results.describe(doc)}."]
     lines += ["", intro, "", *results.table([*head, "ratio", "runs (s)"], rows, " rrrrrrr")]
     if doc["ratios"]:
         rows = [[k, r["f5tts"], f"{r['speed']:.2f}x", f"{r['memory']:.2f}x"] for k, r in doc["ratios"].items()]
@@ -394,7 +390,7 @@ def run_configs(args: argparse.Namespace) -> int:
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in args.configs if label not in skipped}
     failed: dict[str, str] = {}
     path = args.out_dir / f"{'f5tts_train' if with_f5tts else 'ablation'}_{args.device}.json"
-    head = {"machine": results.flat_header(results.run_header(["f5-tts", "accelerate"]))}
+    head = results.run_header(["f5-tts", "accelerate"])
     setup = {k: v for k, v in vars(args).items() if k not in ("overrides", "config", "configs", "out_dir")}
     setup |= {"frames": sum(args.mel_lengths), "padding_fraction": padding_fraction(args.mel_lengths)}
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 from accelerate import Accelerator
+from accelerate.optimizer import AcceleratedOptimizer
 from accelerate.utils import DistributedDataParallelKwargs
 from tqdm import tqdm
 
@@ -79,6 +80,43 @@ def bad_update(loss_finite: torch.Tensor, applied: torch.Tensor, grad_scaler: bo
         grad_scaler: whether a gradient scaler (fp16) is in use.
     """
     return ~loss_finite if grad_scaler else ~applied
+
+
+def optimizer_update(
+    acc: Accelerator,
+    model: torch.nn.Module,
+    optimizer: AcceleratedOptimizer,
+    loss: torch.Tensor,
+    max_grad_norm: float,
+    lr: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Clip the gradients and apply one update at `lr`, skipped on the device when the loss or gradient is not finite.
+
+    `scripts/bench_train.py` times this same update.
+
+    Args:
+        acc: the run's accelerator (the clipping; the gradient scaler under fp16).
+        model: the prepared module whose parameters' gradients are clipped.
+        optimizer: the prepared fused optimizer.
+        loss: the update's mean loss, 0-d, on the training device.
+        max_grad_norm: the clipping norm (`inf`: none).
+        lr: the learning rate, a 0-d tensor.
+
+    Returns:
+        Two 0-d bool device tensors: the loss was finite; the update was applied (finite loss and gradients).
+    """
+    grad_norm = acc.clip_grad_norm_(model.parameters(), max_grad_norm)
+    loss_finite = torch.isfinite(loss)
+    finite = loss_finite & torch.isfinite(torch.as_tensor(grad_norm, device=loss.device))
+    for group in optimizer.param_groups:
+        group["lr"] = lr.to(loss.device)
+    if acc.scaler is None:
+        # The fused optimizer skips the whole update on the device when found_inf is set (no host sync).
+        optimizer.optimizer.found_inf = (~finite).float()
+        optimizer.optimizer.grad_scale = None
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss_finite, finite
 
 
 def make_accelerator(perf: PerfConfig) -> tuple[Accelerator, PrecisionChoice]:
@@ -383,18 +421,9 @@ class Trainer:
         Returns:
             0-d bool device tensor: whether the update was applied.
         """
-        grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), self.net.max_grad_norm)
-        loss_finite = torch.isfinite(loss)
-        finite = loss_finite & torch.isfinite(torch.as_tensor(grad_norm, device=self.device))
         factor = lr_factor(self.applied, self.optim.warmup_updates, self.optim.max_updates)
-        for group in self.optimizer.param_groups:
-            group["lr"] = (self.net.peak_lr * factor).to(self.device)
-        if self.acc.scaler is None:
-            # The fused optimizer skips the whole update on the device when found_inf is set (no host sync).
-            self.optimizer.optimizer.found_inf = (~finite).float()
-            self.optimizer.optimizer.grad_scale = None
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        lr = self.net.peak_lr * factor
+        loss_finite, finite = optimizer_update(self.acc, self.model, self.optimizer, loss, self.net.max_grad_norm, lr)
         bad = bad_update(loss_finite, finite, self.acc.scaler is not None)
         self.applied += finite.long()
         self.bad_total += bad.long()

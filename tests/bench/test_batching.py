@@ -57,7 +57,7 @@ def test_without_f5tts_it_reports_f5lite_alone_and_says_so(tmp_path: Path) -> No
                  "--lhotse-buckets", "4", "--out-dir", str(tmp_path))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads((tmp_path / "batching.json").read_text())
-    assert result["machine"]["cpu"] and result["machine"]["f5lite"] and result["machine"]["date"]  # the run header
+    assert result["machine"]["cpu"] and result["versions"]["f5lite"] and result["date"]  # the run header
     assert result["lengths"]["count"] == 1500 and result["f5tts"] is None
     names = [row["sampler"] for row in result["samplers"]]
     assert names == [

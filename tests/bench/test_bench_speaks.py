@@ -53,8 +53,8 @@ def _result() -> dict:
               (500, 18.0, 0.7), (1000, 36.2, 0.35))]  # fmt: skip
     arm = {"recipe": "speak_cpu", "corpus": "/c", "points": points}
     return {
-        "header": {"date": "2026-11-26T16:00:00+00:00", "machine": {"cpu": "AMD EPYC", "logical_cores": 2}},
-        "cpu_flags": ["avx2"], "minutes": 45.0, "threads": 1, "limit": 30,
+        "date": "2026-11-26T16:00:00+00:00", "machine": {"cpu": "AMD EPYC", "flags": ["avx2"], "logical_cores": 2},
+        "minutes": 45.0, "threads": 1, "limit": 30,
         "floors": {"recorded": {"wer": 0.15, "sim": 0.9, "mos": 3.0}, "vocoded": {"wer": 0.14, "sim": 0.88}},
         "arms": {"f5lite": arm, "f5tts": {**arm, "recipe": "speak_cpu_char", "points": points[:1]},
                  "f5lite-ipa-pad": {**arm, "overrides": ["model.text_fit=pad"]}},

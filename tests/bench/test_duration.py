@@ -47,7 +47,11 @@ def test_one_round_on_debug_tiny(bench, tmp_path: Path, capsys: pytest.CaptureFi
         round(share, 4)
     ]
     assert result["settings"]["variants"] == ["duration=none", "duration=small"]
-    assert result["settings"]["overrides"] == ["eval.every=0"] and {"cpu", "torch"} <= result["machine"].keys()
+    assert (
+        result["settings"]["overrides"] == ["eval.every=0"]
+        and "cpu" in result["machine"]
+        and "torch" in result["versions"]
+    )
     printed = capsys.readouterr().out
     assert (
         "ratio small/none" in printed

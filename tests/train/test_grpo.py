@@ -367,7 +367,7 @@ def test_grpo_spread_scores_takes_from_one_start_apart_from_takes_from_many(poli
     ])  # fmt: skip
     assert code == 0
     result = json.loads((tmp_path / "grpo_spread_cpu.json").read_text())
-    assert result["group"] == 3 and len(result["prompts"]) == 2 and result["header"]["date"]
+    assert result["group"] == 3 and len(result["prompts"]) == 2 and result["date"]
     for kind in ("independent", "window"):
         assert 0 <= result[kind]["best_of_group_wer"] <= result[kind]["wer"] <= 1
     assert result["window"]["reward_spread"] < 1e-3 < result["independent"]["reward_spread"]
