@@ -41,7 +41,7 @@ from f5lite.storage.tree import flatten
 from f5lite.train.precision import choose_precision
 from f5lite.train.schedule import lr_factor
 from f5lite.train.setup import build_model, make_optimizer
-from f5lite.train.trainer import optimizer_update
+from f5lite.train.update import optimizer_update
 
 PRESETS = {name: [f"model.{k}={v}" for k, v in dims.items()] for name, dims in DITS.items()} | {"base": []}
 """f5lite's model size over the recipe (`base`: the recipe's own); F5-TTS's DiT takes `DITS[preset]`."""

@@ -211,6 +211,14 @@ MUTANTS = (
         SKIP,
     ),
     Mutant(
+        "C2",
+        "a non-finite update is applied: the fused optimizer is never told to skip it",
+        "f5lite/train/update.py",
+        "optimizer.optimizer.found_inf = (~finite).float()",
+        "optimizer.optimizer.found_inf = torch.zeros((), device=finite.device)",
+        SKIP,
+    ),
+    Mutant(
         "D",
         "EMA ignores the skip flag",
         TRAINER,

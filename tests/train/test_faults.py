@@ -21,7 +21,7 @@ from support.trainer_helpers import BASE, assert_same_tensors, demo_slice, final
 
 from f5lite.storage.names import LOCK_FILE
 from f5lite.train import Trainer
-from f5lite.train.trainer import bad_update
+from f5lite.train.update import bad_update
 
 UPDATES = 24
 
