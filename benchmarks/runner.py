@@ -246,7 +246,7 @@ def peak_rss(pid: int | str = "self") -> int | None:
 
 def forked_children() -> list[int]:
     """This process's live children forked from it (DataLoader workers; not a spawned helper process), in pid order."""
-    own, found = Path("/proc/self/cmdline").read_bytes(), set()
+    own, found = Path("/proc/self/cmdline").read_bytes(), set[int]()
     for task in os.listdir("/proc/self/task"):
         with contextlib.suppress(OSError):
             found.update(int(p) for p in Path(f"/proc/self/task/{task}/children").read_text().split())
