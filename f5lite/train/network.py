@@ -14,7 +14,6 @@ import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 from accelerate import Accelerator
@@ -27,7 +26,7 @@ from f5lite.storage.lora import LoraSettings
 from f5lite.storage.names import MODEL_GROUP, OPTIMIZER_GROUP
 from f5lite.text import TextEncoder
 from f5lite.train.evaluation import Evaluator
-from f5lite.train.objective import Evaluation, MakeEvaluation, Network, TensorGroups
+from f5lite.train.objective import BaseObjective, MakeEvaluation, Network
 from f5lite.train.setup import build_model, make_optimizer
 
 log = logging.getLogger(__name__)
@@ -87,42 +86,16 @@ def flow_evaluation(
     return functools.partial(Evaluator, cfg, encoder, acc.device, acc.autocast, log_dir, network, duration)
 
 
-class FlowFamily:
-    """What the objectives that train a flow network share: its loss module's gradient, the evaluation of its weights.
+class FlowFamily(BaseObjective):
+    """What the objectives that train a flow network share: its loss module's gradient (and `BaseObjective`'s hooks).
 
-    Args:
-        network: the backbone and its loss module.
-        acc: the run's accelerator.
-        evaluation: what is measured while training (`flow_evaluation`).
+    Its evaluation is `flow_evaluation`'s: validation, prompts and samples of the EMA weights.
     """
 
     loss_name = "loss"
-
-    def __init__(self, network: Network, acc: Accelerator, evaluation: MakeEvaluation) -> None:
-        self.network = network
-        self.acc = acc
-        self._evaluation = evaluation
 
     def backward(self, model: nn.Module, batch: Batch, generator: torch.Generator, count: int) -> Tensor:
         """See `Objective.backward`: the loss module called as the flow objective is."""
         loss = model(batch.mel, batch.text_ids, batch.mel_lengths, generator=generator)
         self.acc.backward(loss / count)
         return loss.detach().float()
-
-    def after_step(self, applied: Tensor) -> None:
-        """Nothing."""
-
-    def state(self) -> tuple[TensorGroups, dict[str, Any]]:
-        """Nothing beyond the network."""
-        return {}, {}
-
-    def load_state(self, read: Callable[[str], dict[str, Tensor] | None], meta: dict[str, Any]) -> None:
-        """Nothing beyond the network."""
-
-    def window(self) -> dict[str, float]:
-        """Nothing beyond the loss."""
-        return {}
-
-    def evaluation(self) -> Evaluation:
-        """Validation, prompts and samples of the EMA weights (and the predictor's errors alongside)."""
-        return self._evaluation()

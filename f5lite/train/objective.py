@@ -142,6 +142,41 @@ MakeEvaluation = Callable[[], Evaluation]
 """Builds an objective's `Evaluation` when the loop asks for it (rank 0); its builder bound what it measures."""
 
 
+class BaseObjective:
+    """What every objective keeps (its network, the accelerator, its bound evaluation), and the hooks' defaults.
+
+    The defaults: nothing after a step, no state beyond the network, nothing in the log beyond the loss.
+
+    Args:
+        network: the weights it trains and its loss module.
+        acc: the run's accelerator.
+        evaluation: what is measured while training (its builder binds it).
+    """
+
+    def __init__(self, network: Network, acc: Accelerator, evaluation: MakeEvaluation) -> None:
+        self.network = network
+        self.acc = acc
+        self._evaluation = evaluation
+
+    def after_step(self, applied: Tensor) -> None:
+        """Nothing."""
+
+    def state(self) -> tuple[TensorGroups, dict[str, Any]]:
+        """Nothing beyond the network."""
+        return {}, {}
+
+    def load_state(self, read: Callable[[str], dict[str, Tensor] | None], meta: dict[str, Any]) -> None:
+        """Nothing beyond the network."""
+
+    def window(self) -> dict[str, float]:
+        """Nothing beyond the loss."""
+        return {}
+
+    def evaluation(self) -> Evaluation:
+        """What its builder bound (`Objective.evaluation`)."""
+        return self._evaluation()
+
+
 class Builder(Protocol):
     """Builds an objective once the data and the accelerator exist; its `Prepare` gave it the run's config."""
 

@@ -38,7 +38,7 @@ from f5lite.train.duration.training import (
 )
 from f5lite.train.evaluation import validation_due
 from f5lite.train.loggers import MetricLogger
-from f5lite.train.objective import Evaluation, MakeEvaluation, Network, TensorGroups
+from f5lite.train.objective import BaseObjective, MakeEvaluation, Network, TensorGroups
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class DurationValidation:
         return errors
 
 
-class PredictorObjective:
+class PredictorObjective(BaseObjective):
     """What the two predictor objectives share: the count of applied updates (the export's), no EMA, its errors.
 
     Args:
@@ -98,9 +98,7 @@ class PredictorObjective:
     loss_name = "duration_loss"
 
     def __init__(self, network: Network, acc: Accelerator, evaluation: MakeEvaluation) -> None:
-        self.network = network
-        self.acc = acc
-        self._evaluation = evaluation
+        super().__init__(network, acc, evaluation)
         self.applied = torch.zeros((), dtype=torch.int64, device=acc.device)
 
     def after_step(self, applied: Tensor) -> None:
@@ -114,14 +112,6 @@ class PredictorObjective:
     def load_state(self, read: Callable[[str], dict[str, Tensor] | None], meta: dict[str, Any]) -> None:
         """The applied updates."""
         self.applied.fill_(int(meta.get(DURATION_UPDATES, 0)))
-
-    def window(self) -> dict[str, float]:
-        """Nothing beyond the loss."""
-        return {}
-
-    def evaluation(self) -> Evaluation:
-        """The held-out duration errors (`DurationValidation`)."""
-        return self._evaluation()
 
 
 def start_predictor(
